@@ -1,0 +1,62 @@
+// The one seam between components and the event log. Components depend on this file only; which
+// implementation runs (Kafka or embedded) is chosen once at start by bus/open.ts.
+
+/** A record as handed to produce(). Keys decide the partition, so ordering holds per key. */
+export interface ProduceRecord {
+  key: Buffer | null;
+  value: Buffer | null; // null = tombstone (compacted topics delete the key)
+  headers?: Record<string, Buffer>;
+}
+
+/** A record as read back. offset is the partition-local position, as a decimal string (Kafka's form). */
+export interface BusMessage {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer>;
+  /** Broker (or embedded log) append time, ms since epoch. */
+  timestamp: number;
+}
+
+export interface TopicSpec {
+  name: string;
+  partitions: number;
+  /** Log compaction: the latest value per key survives; a null value deletes the key. */
+  compacted: boolean;
+  /** Retention for non-compacted topics, ms; undefined = implementation default. */
+  retentionMs?: number;
+}
+
+export type StartFrom = 'latest' | 'beginning';
+
+export interface ConsumeOptions {
+  topics: string[];
+  /**
+   * Without groupId: an independent reader that sees every message of every partition from `from`.
+   * With groupId: a member of that group; partitions are shared between members, offsets are committed
+   * after each batch handler resolves, and `from` applies only when the group has no committed offset.
+   */
+  groupId?: string;
+  from: StartFrom;
+  /** Called with messages of one partition, in order. The next batch of that partition waits for it. */
+  onBatch: (messages: BusMessage[]) => Promise<void> | void;
+}
+
+export interface Consumer {
+  /** Resolves once the consumer has its partitions and positions, i.e. a message produced after this is seen. */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Bus {
+  readonly kind: 'kafka' | 'embedded';
+  createTopics(specs: TopicSpec[]): Promise<void>;
+  /** One call = one batch. Resolves once every record is accepted by the log (acks from all in-sync replicas). */
+  produce(topic: string, records: ProduceRecord[]): Promise<void>;
+  consume(options: ConsumeOptions): Promise<Consumer>;
+  /** Per partition, the offset the next produced message will get (Kafka's high watermark). */
+  endOffsets(topic: string): Promise<Map<number, string>>;
+  close(): Promise<void>;
+}

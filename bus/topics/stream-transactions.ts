@@ -1,0 +1,63 @@
+// stream.transactions — one record per decoded transaction, produced once per entry batch.
+//
+//   key   = signatures[0], 64 raw bytes (dedupe across redundant ingest workers is by this key)
+//   value:
+//   +0   u8    VERSION (1)
+//   +1   u8    reserved (0)
+//   +2   u16   static account key count N (LE)
+//   +4   f64   observed-at, ms since epoch (LE; first shred of the batch seen by ingest)
+//   +12  u64   slot (LE)
+//   +20  32*N  static account keys, in message order (what filters match against, without decoding)
+//   +..  rest  the encoded SubscribeResponseTransaction message (forwarded by fanout without re-encoding)
+
+export const TX_RECORD_VERSION = 1;
+const VERSION_OFF = 0;
+const KEY_COUNT_OFF = 2;
+const OBSERVED_AT_OFF = 4;
+const SLOT_OFF = 12;
+export const TX_RECORD_HEADER_SZ = 20;
+export const PUBKEY_SZ = 32;
+export const SIGNATURE_SZ = 64;
+
+export interface TxRecord {
+  slot: bigint;
+  observedAtMs: number;
+  /** N × 32 bytes, contiguous. */
+  accountKeys: Buffer;
+  /** Encoded SubscribeResponseTransaction. */
+  message: Buffer;
+}
+
+export function encodeTxRecord(r: TxRecord): Buffer {
+  const n = r.accountKeys.length / PUBKEY_SZ;
+  if (!Number.isInteger(n) || n > 0xffff) throw new RangeError(`accountKeys length ${r.accountKeys.length} is not a multiple of 32`);
+  const out = Buffer.allocUnsafe(TX_RECORD_HEADER_SZ + r.accountKeys.length + r.message.length);
+  out[VERSION_OFF] = TX_RECORD_VERSION;
+  out[1] = 0;
+  out.writeUInt16LE(n, KEY_COUNT_OFF);
+  out.writeDoubleLE(r.observedAtMs, OBSERVED_AT_OFF);
+  out.writeBigUInt64LE(r.slot, SLOT_OFF);
+  r.accountKeys.copy(out, TX_RECORD_HEADER_SZ);
+  r.message.copy(out, TX_RECORD_HEADER_SZ + r.accountKeys.length);
+  return out;
+}
+
+export type TxRecordDecode = { ok: true; record: TxRecord } | { ok: false; reason: string };
+
+/** Views into `value`, no copies. Checks every length against the bytes present. */
+export function decodeTxRecord(value: Buffer): TxRecordDecode {
+  if (value.length < TX_RECORD_HEADER_SZ) return { ok: false, reason: 'short header' };
+  if (value[VERSION_OFF] !== TX_RECORD_VERSION) return { ok: false, reason: `unknown version ${value[VERSION_OFF]}` };
+  const n = value.readUInt16LE(KEY_COUNT_OFF);
+  const keysEnd = TX_RECORD_HEADER_SZ + n * PUBKEY_SZ;
+  if (keysEnd > value.length) return { ok: false, reason: 'account keys past end' };
+  return {
+    ok: true,
+    record: {
+      observedAtMs: value.readDoubleLE(OBSERVED_AT_OFF),
+      slot: value.readBigUInt64LE(SLOT_OFF),
+      accountKeys: value.subarray(TX_RECORD_HEADER_SZ, keysEnd),
+      message: value.subarray(keysEnd),
+    },
+  };
+}

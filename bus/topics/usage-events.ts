@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+
+// usage.events — one event per metered request or stream period. JSON on purpose: billing jobs are written
+// in any language, and this topic is not on the stream hot path.
+//   key   = rental id (UTF-8), so one rental's events stay ordered on one partition
+//   value = UTF-8 JSON of UsageEvent
+// Delivery is at-least-once; `id` is unique per event so consumers dedupe.
+
+export type Surface = 'stream' | 'rpc' | 'rpc-ws' | 'submit' | 'evm';
+export type Outcome = 'ok' | 'rejected' | 'error' | 'rate_limited';
+
+export interface UsageEvent {
+  id: string;
+  /** ISO-8601 time of the metered request (or the end of the stream period). */
+  time: string;
+  rental: string;
+  surface: Surface;
+  method: string;
+  units: number;
+  outcome: Outcome;
+}
+
+const SURFACES: ReadonlySet<string> = new Set<Surface>(['stream', 'rpc', 'rpc-ws', 'submit', 'evm']);
+const OUTCOMES: ReadonlySet<string> = new Set<Outcome>(['ok', 'rejected', 'error', 'rate_limited']);
+
+export function newUsageEvent(e: Omit<UsageEvent, 'id' | 'time'> & { time?: Date }): UsageEvent {
+  return { id: randomUUID(), time: (e.time ?? new Date()).toISOString(), rental: e.rental, surface: e.surface, method: e.method, units: e.units, outcome: e.outcome };
+}
+
+export function encodeUsageEvent(e: UsageEvent): { key: Buffer; value: Buffer } {
+  return { key: Buffer.from(e.rental, 'utf8'), value: Buffer.from(JSON.stringify(e), 'utf8') };
+}
+
+export function decodeUsageEvent(value: Buffer): UsageEvent | { error: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(value.toString('utf8'));
+  } catch {
+    return { error: 'not JSON' };
+  }
+  if (typeof v !== 'object' || v === null) return { error: 'not an object' };
+  const o = v as Record<string, unknown>;
+  if (typeof o.id !== 'string' || o.id.length === 0) return { error: 'id missing' };
+  if (typeof o.time !== 'string' || Number.isNaN(Date.parse(o.time))) return { error: 'time invalid' };
+  if (typeof o.rental !== 'string') return { error: 'rental missing' };
+  if (typeof o.surface !== 'string' || !SURFACES.has(o.surface)) return { error: 'surface invalid' };
+  if (typeof o.method !== 'string') return { error: 'method missing' };
+  if (typeof o.units !== 'number' || !Number.isFinite(o.units) || o.units < 0) return { error: 'units invalid' };
+  if (typeof o.outcome !== 'string' || !OUTCOMES.has(o.outcome)) return { error: 'outcome invalid' };
+  return { id: o.id, time: o.time, rental: o.rental, surface: o.surface as Surface, method: o.method, units: o.units, outcome: o.outcome as Outcome };
+}

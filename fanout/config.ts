@@ -1,0 +1,58 @@
+import { ConfigError, bool, hostPort, int, oneOf, optStr, section } from '../infra/config-read';
+
+export interface FanoutConfig {
+  enabled: boolean;
+  host: string;
+  port: number;
+  heartbeatMs: number;
+  /** Filter-update messages per second per stream before RESOURCE_EXHAUSTED subscribe_rate_limit. */
+  maxFilterUpdatesPerSec: number;
+  maxFilters: number;
+  maxKeysPerList: number;
+  maxFilterNameLen: number;
+  /** Per-subscriber queue bounds; overflow ends that subscriber with DATA_LOSS. */
+  queueMaxBytes: number;
+  queueMaxMessages: number;
+  /** How many recent signatures are remembered to drop duplicates from redundant ingest workers. */
+  dedupeWindow: number;
+  auth: {
+    /** none: anyone (local default). ip: egress IP must be a rental's. token: x-token must be a rental's. */
+    mode: 'none' | 'ip' | 'token';
+    /** A rental whose pps is below this is refused with PERMISSION_DENIED "PPS limit requirement not met". 0 = off. */
+    ppsRequirement: number;
+  };
+  /** Static rentals file (JSON array of rentals) until the rentals topic projection is in use. */
+  rentalsFile?: string;
+  /** Read rentals from the rentals topic instead of (or in addition to) the file. */
+  rentalsFromBus: boolean;
+}
+
+export function parseFanoutConfig(raw: unknown): FanoutConfig {
+  const p = 'fanout';
+  const o = section(raw, p);
+  const a = section(o.auth, `${p}.auth`);
+  const listen = hostPort(o, 'listen', p, '127.0.0.1:20202');
+  const cfg: FanoutConfig = {
+    enabled: bool(o, 'enabled', p, true),
+    host: listen.host,
+    port: listen.port,
+    heartbeatMs: int(o, 'heartbeatMs', p, 10_000, 10),
+    maxFilterUpdatesPerSec: int(o, 'maxFilterUpdatesPerSec', p, 50, 1),
+    maxFilters: int(o, 'maxFilters', p, 16, 1),
+    maxKeysPerList: int(o, 'maxKeysPerList', p, 1000, 1),
+    maxFilterNameLen: int(o, 'maxFilterNameLen', p, 128, 1),
+    queueMaxBytes: int(o, 'queueMaxBytes', p, 16 * 1024 * 1024, 1024),
+    queueMaxMessages: int(o, 'queueMaxMessages', p, 20_000, 1),
+    dedupeWindow: int(o, 'dedupeWindow', p, 100_000, 1),
+    auth: {
+      mode: oneOf(a, 'mode', `${p}.auth`, ['none', 'ip', 'token'] as const, 'none'),
+      ppsRequirement: int(a, 'ppsRequirement', `${p}.auth`, 0, 0),
+    },
+    rentalsFile: optStr(o, 'rentalsFile', p),
+    rentalsFromBus: bool(o, 'rentalsFromBus', p, false),
+  };
+  if (cfg.auth.mode !== 'none' && cfg.rentalsFile === undefined && !cfg.rentalsFromBus) {
+    throw new ConfigError(`${p}.auth.mode ${cfg.auth.mode} needs rentals: set ${p}.rentalsFile or ${p}.rentalsFromBus`);
+  }
+  return cfg;
+}

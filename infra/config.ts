@@ -1,0 +1,133 @@
+import fs from 'node:fs';
+import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Raw } from './config-read';
+import { parseIngestConfig, type IngestConfig } from '../ingest/config';
+import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
+
+// One JSON file with a section per component, then environment overrides, then validation.
+//
+// Environment: MERIDIAN__<SECTION>__<KEY>[__<KEY>...]=value sets that path (values stay strings and are
+// coerced by the validators; a value starting with [ or { is parsed as JSON). Conveniences that operators
+// expect: KAFKA_BROKERS (switches the bus to Kafka), SOLANA_RPC_URL (leader schedule source), LOG_LEVEL.
+
+export interface BusConfig {
+  kind: 'embedded' | 'kafka';
+  brokers: string[];
+  clientId: string;
+  /** Create missing topics at start (dev and single-machine runs); production clusters usually pre-create. */
+  createTopics: boolean;
+  streamPartitions: number;
+}
+
+export interface MetricsConfig {
+  enabled: boolean;
+  host: string;
+  port: number;
+}
+
+export interface Config {
+  bus: BusConfig;
+  log: { level: string };
+  metrics: MetricsConfig;
+  ingest: IngestConfig;
+  fanout: FanoutConfig;
+}
+
+function parseBus(raw: unknown): BusConfig {
+  const o = section(raw, 'bus');
+  const brokers = strList(o, 'brokers', 'bus', []);
+  const kind = oneOf(o, 'kind', 'bus', ['embedded', 'kafka'] as const, brokers.length > 0 ? 'kafka' : 'embedded');
+  if (kind === 'kafka' && brokers.length === 0) throw new ConfigError('bus.brokers: required when bus.kind is kafka (or set KAFKA_BROKERS)');
+  return {
+    kind,
+    brokers,
+    clientId: str(o, 'clientId', 'bus', 'meridian'),
+    createTopics: bool(o, 'createTopics', 'bus', true),
+    streamPartitions: int(o, 'streamPartitions', 'bus', 1, 1, 1024),
+  };
+}
+
+function parseMetrics(raw: unknown): MetricsConfig {
+  const o = section(raw, 'metrics');
+  const hp = hostPort(o, 'listen', 'metrics', '127.0.0.1:9464');
+  return { enabled: bool(o, 'enabled', 'metrics', true), ...hp };
+}
+
+export function parseConfig(raw: unknown): Config {
+  const o = section(raw, '(root)');
+  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'gateways']);
+  for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
+  const log = section(o.log, 'log');
+  return {
+    bus: parseBus(o.bus),
+    log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info') },
+    metrics: parseMetrics(o.metrics),
+    ingest: parseIngestConfig(o.ingest),
+    fanout: parseFanoutConfig(o.fanout),
+  };
+}
+
+function setPath(root: Raw, path: string[], value: unknown): void {
+  let cur = root;
+  for (let i = 0; i < path.length - 1; i++) {
+    const k = path[i]!;
+    const next = cur[k];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) cur[k] = {};
+    cur = cur[k] as Raw;
+  }
+  cur[path[path.length - 1]!] = value;
+}
+
+function envValue(v: string): unknown {
+  const t = v.trim();
+  if (t.startsWith('[') || t.startsWith('{')) {
+    try {
+      return JSON.parse(t);
+    } catch {
+      throw new ConfigError(`environment value ${JSON.stringify(t.slice(0, 40))} looks like JSON but does not parse`);
+    }
+  }
+  return v;
+}
+
+/** Applies environment overrides onto a raw (unvalidated) config object, returning a new object. */
+export function applyEnv(raw: Raw, env: NodeJS.ProcessEnv): Raw {
+  const out = JSON.parse(JSON.stringify(raw)) as Raw;
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || !name.startsWith('MERIDIAN__')) continue;
+    const path = name.slice('MERIDIAN__'.length).split('__').filter((p) => p.length > 0);
+    if (path.length < 2) continue;
+    // Env names are case-insensitive by convention; config keys are camelCase: match an existing key if any.
+    setPath(out, path.map((p) => p.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())), envValue(value));
+  }
+  if (env.KAFKA_BROKERS !== undefined && env.KAFKA_BROKERS !== '') {
+    setPath(out, ['bus', 'kind'], 'kafka');
+    setPath(out, ['bus', 'brokers'], env.KAFKA_BROKERS);
+  }
+  if (env.SOLANA_RPC_URL !== undefined && env.SOLANA_RPC_URL !== '') {
+    setPath(out, ['ingest', 'leader', 'mode'], 'rpc');
+    setPath(out, ['ingest', 'leader', 'rpcUrl'], env.SOLANA_RPC_URL);
+  }
+  if (env.LOG_LEVEL !== undefined && env.LOG_LEVEL !== '') setPath(out, ['log', 'level'], env.LOG_LEVEL);
+  return out;
+}
+
+export function loadConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env): Config {
+  let raw: Raw = {};
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new ConfigError(`cannot read config file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    try {
+      raw = section(JSON.parse(text), '(root)');
+    } catch (e) {
+      if (e instanceof ConfigError) throw e;
+      throw new ConfigError(`config file ${file} is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  return parseConfig(applyEnv(raw, env));
+}
+
+export { ConfigError };

@@ -1,0 +1,163 @@
+import http from 'node:http';
+
+// Prometheus text exposition without a dependency. Hot paths hold a Counter and call inc(); nothing is
+// formatted until a scrape. Labels are fixed at registration so inc() never builds strings.
+
+type Labels = Record<string, string>;
+
+function labelText(labels: Labels | undefined): string {
+  if (labels === undefined) return '';
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+}
+
+export class Counter {
+  value = 0;
+  constructor(readonly labels?: Labels) {}
+  inc(n = 1): void {
+    this.value += n;
+  }
+}
+
+export class Gauge {
+  value = 0;
+  constructor(readonly labels?: Labels, private readonly read?: () => number) {}
+  set(v: number): void {
+    this.value = v;
+  }
+  inc(n = 1): void {
+    this.value += n;
+  }
+  dec(n = 1): void {
+    this.value -= n;
+  }
+  current(): number {
+    return this.read === undefined ? this.value : this.read();
+  }
+}
+
+/** Fixed buckets, cumulative at render time. */
+export class Histogram {
+  readonly counts: number[];
+  sum = 0;
+  count = 0;
+  constructor(readonly buckets: number[], readonly labels?: Labels) {
+    this.counts = new Array<number>(buckets.length).fill(0);
+  }
+  observe(v: number): void {
+    this.sum += v;
+    this.count++;
+    const b = this.buckets;
+    for (let i = 0; i < b.length; i++) {
+      if (v <= b[i]!) {
+        this.counts[i]!++;
+        return;
+      }
+    }
+  }
+}
+
+export const LATENCY_MS_BUCKETS = [0.25, 0.5, 1, 2, 5, 10, 20, 50, 100, 250, 500, 1000, 5000];
+
+interface Family {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  series: Array<Counter | Gauge | Histogram>;
+}
+
+export class Registry {
+  private readonly families = new Map<string, Family>();
+
+  private family(name: string, help: string, type: Family['type']): Family {
+    let f = this.families.get(name);
+    if (f === undefined) {
+      f = { name, help, type, series: [] };
+      this.families.set(name, f);
+    } else if (f.type !== type) {
+      throw new Error(`metric ${name} registered as ${f.type} and ${type}`);
+    }
+    return f;
+  }
+
+  counter(name: string, help: string, labels?: Labels): Counter {
+    const f = this.family(name, help, 'counter');
+    const want = labelText(labels);
+    const found = f.series.find((s) => labelText(s.labels) === want);
+    if (found !== undefined) return found as Counter;
+    const c = new Counter(labels);
+    f.series.push(c);
+    return c;
+  }
+
+  gauge(name: string, help: string, labels?: Labels, read?: () => number): Gauge {
+    const g = new Gauge(labels, read);
+    this.family(name, help, 'gauge').series.push(g);
+    return g;
+  }
+
+  histogram(name: string, help: string, buckets: number[] = LATENCY_MS_BUCKETS, labels?: Labels): Histogram {
+    const h = new Histogram(buckets, labels);
+    this.family(name, help, 'histogram').series.push(h);
+    return h;
+  }
+
+  /** Drops series (e.g. a gauge whose owner is gone). */
+  remove(metric: Counter | Gauge | Histogram): void {
+    for (const f of this.families.values()) f.series = f.series.filter((s) => s !== metric);
+  }
+
+  render(): string {
+    const out: string[] = [];
+    for (const f of this.families.values()) {
+      out.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`);
+      for (const s of f.series) {
+        if (s instanceof Histogram) {
+          let cum = 0;
+          for (let i = 0; i < s.buckets.length; i++) {
+            cum += s.counts[i]!;
+            out.push(`${f.name}_bucket${labelText({ ...s.labels, le: String(s.buckets[i]) })} ${cum}`);
+          }
+          out.push(`${f.name}_bucket${labelText({ ...s.labels, le: '+Inf' })} ${s.count}`);
+          out.push(`${f.name}_sum${labelText(s.labels)} ${s.sum}`, `${f.name}_count${labelText(s.labels)} ${s.count}`);
+        } else {
+          const v = s instanceof Gauge ? s.current() : s.value;
+          out.push(`${f.name}${labelText(s.labels)} ${v}`);
+        }
+      }
+    }
+    return out.join('\n') + '\n';
+  }
+}
+
+/** The process-wide registry. Components register into it; `meridian start` serves it on /metrics. */
+export const metrics = new Registry();
+
+export interface HealthCheck {
+  name: string;
+  check: () => boolean;
+}
+
+/** /metrics, /healthz (process up), /readyz (every registered check passes). */
+export function serveMetrics(registry: Registry, host: string, port: number, checks: HealthCheck[]): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    if (req.url === '/metrics') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end(registry.render());
+    } else if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok\n');
+    } else if (req.url === '/readyz') {
+      const failing = checks.filter((c) => !c.check()).map((c) => c.name);
+      res.writeHead(failing.length === 0 ? 200 : 503, { 'content-type': 'text/plain' });
+      res.end(failing.length === 0 ? 'ready\n' : `not ready: ${failing.join(', ')}\n`);
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}

@@ -1,0 +1,57 @@
+import { ConfigError, hostPort, int, oneOf, optStr, section } from '../infra/config-read';
+
+export type LeaderSource =
+  | { mode: 'off' }
+  | { mode: 'fixed'; key: string }
+  /** Leader schedule from a chain RPC node (getEpochInfo + getLeaderSchedule). */
+  | { mode: 'rpc'; rpcUrl: string; refreshMs: number };
+
+export interface IngestConfig {
+  enabled: boolean;
+  host: string;
+  port: number;
+  /** SO_RCVBUF request; the kernel may cap it (net.core.rmem_max). */
+  recvBufferBytes: number;
+  /** null = accept any shred version (local default); production sets the cluster's. */
+  shredVersion: number | null;
+  leader: LeaderSource;
+  /** Slots kept around the highest completed slot; older state is evicted. */
+  slotWindow: number;
+  /** Packets waiting between the socket and the pipeline; beyond it packets are dropped and counted. */
+  queuePackets: number;
+  /** Entry batches waiting to be published; beyond it batches are dropped and counted. */
+  publishQueueBatches: number;
+}
+
+export function parseIngestConfig(raw: unknown): IngestConfig {
+  const p = 'ingest';
+  const o = section(raw, p);
+  const l = section(o.leader, `${p}.leader`);
+  const mode = oneOf(l, 'mode', `${p}.leader`, ['off', 'fixed', 'rpc'] as const, 'off');
+  let leader: LeaderSource;
+  if (mode === 'fixed') {
+    const key = optStr(l, 'key', `${p}.leader`);
+    if (key === undefined) throw new ConfigError(`${p}.leader.key: required when leader.mode is fixed (base58 public key)`);
+    leader = { mode, key };
+  } else if (mode === 'rpc') {
+    const rpcUrl = optStr(l, 'rpcUrl', `${p}.leader`);
+    if (rpcUrl === undefined) throw new ConfigError(`${p}.leader.rpcUrl: required when leader.mode is rpc (or set SOLANA_RPC_URL)`);
+    leader = { mode, rpcUrl, refreshMs: int(l, 'refreshMs', `${p}.leader`, 60_000, 1000) };
+  } else {
+    leader = { mode: 'off' };
+  }
+  const sv = o.shredVersion;
+  const shredVersion = sv === undefined || sv === null || sv === 'any' ? null : int(o, 'shredVersion', p, 0, 0, 0xffff);
+  const listen = hostPort(o, 'listen', p, '127.0.0.1:8002');
+  return {
+    enabled: o.enabled === undefined ? true : o.enabled === true || o.enabled === 'true',
+    host: listen.host,
+    port: listen.port,
+    recvBufferBytes: int(o, 'recvBufferBytes', p, 64 * 1024 * 1024, 0),
+    shredVersion,
+    leader,
+    slotWindow: int(o, 'slotWindow', p, 512, 4, 1_000_000),
+    queuePackets: int(o, 'queuePackets', p, 65_536, 16),
+    publishQueueBatches: int(o, 'publishQueueBatches', p, 4096, 1),
+  };
+}

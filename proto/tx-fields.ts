@@ -1,0 +1,28 @@
+// The fields of SubscribeResponseTransaction as the decoder produces them (views into the packet where it
+// can). The encoder in proto/wire.ts turns this into protobuf bytes once, in ingest.
+
+export interface InstructionFields {
+  programIdIndex: number;
+  accounts: Buffer;
+  data: Buffer;
+}
+
+export interface LookupFields {
+  accountKey: Buffer;
+  writableIndexes: Buffer;
+  readonlyIndexes: Buffer;
+}
+
+export interface TxFields {
+  slot: bigint;
+  numRequiredSignatures: number;
+  numReadonlySignedAccounts: number;
+  numReadonlyUnsignedAccounts: number;
+  recentBlockhash: Buffer;
+  signatures: Buffer[];
+  accountKeys: Buffer[];
+  instructions: InstructionFields[];
+  addressTableLookups: LookupFields[];
+  /** false for legacy, true for v0; undefined leaves the wrapper absent. */
+  versioned: boolean | undefined;
+}
