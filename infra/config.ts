@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Raw } from './config-read';
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
+import { parseDemoConfig, type DemoConfig } from './demo/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -30,6 +31,7 @@ export interface Config {
   metrics: MetricsConfig;
   ingest: IngestConfig;
   fanout: FanoutConfig;
+  demo: DemoConfig;
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -54,7 +56,7 @@ function parseMetrics(raw: unknown): MetricsConfig {
 
 export function parseConfig(raw: unknown): Config {
   const o = section(raw, '(root)');
-  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'gateways']);
+  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'demo', 'gateways']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
   return {
@@ -63,6 +65,7 @@ export function parseConfig(raw: unknown): Config {
     metrics: parseMetrics(o.metrics),
     ingest: parseIngestConfig(o.ingest),
     fanout: parseFanoutConfig(o.fanout),
+    demo: parseDemoConfig(o.demo),
   };
 }
 

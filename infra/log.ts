@@ -61,8 +61,16 @@ export interface LogOptions {
   name?: string;
 }
 
+/** Child bindings are serialized when the child is made, past formatters.log: scrub them there, for every descendant. */
+function guardChildren(l: Log): Log {
+  const child = l.child.bind(l);
+  const guarded = (bindings: pino.Bindings, options?: pino.ChildLoggerOptions): Log => guardChildren(child(scrub(bindings) as pino.Bindings, options));
+  l.child = guarded as Log['child'];
+  return l;
+}
+
 export function createLogger(opts: LogOptions = {}): Log {
-  return pino(
+  return guardChildren(pino(
     {
       name: opts.name ?? 'meridian',
       level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
@@ -80,7 +88,7 @@ export function createLogger(opts: LogOptions = {}): Log {
       serializers: { err: (e: unknown) => scrub(e) },
     },
     (opts.destination ?? process.stdout) as pino.DestinationStream,
-  );
+  ));
 }
 
 let root: Log | null = null;

@@ -1,0 +1,82 @@
+import type { Server } from 'node:http';
+import type { Bus } from '../bus/bus';
+import { openBus } from '../bus/open';
+import { emptyRegistry, projectRentals, staticRentals, type RentalRegistry } from '../bus/rental-registry';
+import { startIngest } from '../ingest/worker';
+import { startFanout } from '../fanout/server';
+import type { Config } from './config';
+import { metrics, serveMetrics } from './metrics';
+import { registerSecret, type Log } from './log';
+import { startDemoTraffic } from './demo/traffic';
+
+// Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
+
+export interface Running {
+  endpoints: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+type Stopper = () => Promise<void>;
+
+async function openRentals(cfg: Config, bus: Bus, log: Log, stoppers: Stopper[]): Promise<RentalRegistry> {
+  const f = cfg.fanout;
+  let registry: RentalRegistry = emptyRegistry();
+  if (f.rentalsFile !== undefined) registry = staticRentals(f.rentalsFile);
+  if (f.rentalsFromBus) {
+    const projection = await projectRentals(bus, log.child({ component: 'rentals' }), registry);
+    stoppers.push(() => projection.close());
+    registry = projection;
+  }
+  for (const r of registry.all()) registerSecret(...r.tokens, ...r.apiKeys, ...r.dedicatedPaths);
+  return registry;
+}
+
+export async function launch(cfg: Config, log: Log): Promise<Running> {
+  const stoppers: Stopper[] = [];
+  const endpoints: Record<string, string> = {};
+  const stop = async (): Promise<void> => {
+    for (const s of stoppers.splice(0).reverse()) {
+      try {
+        await s();
+      } catch (e) {
+        log.warn({ err: e }, 'error while stopping a component');
+      }
+    }
+  };
+  try {
+    const bus = await openBus(cfg.bus);
+    stoppers.push(() => bus.close());
+    log.info({ bus: bus.kind }, 'bus open');
+    if (cfg.ingest.shredVersion === null) log.warn('ingest accepts any shred version (local default); set ingest.shredVersion in production');
+    if (cfg.ingest.leader.mode === 'off') log.warn('ingest skips the leader-signature check (no leader source configured); set ingest.leader in production');
+
+    const rentals = await openRentals(cfg, bus, log, stoppers);
+
+    if (cfg.fanout.enabled) {
+      const fanout = await startFanout(cfg.fanout, bus, rentals, log.child({ component: 'fanout' }));
+      stoppers.push(() => fanout.close());
+      endpoints.stream = fanout.address;
+    }
+    if (cfg.ingest.enabled) {
+      const ingest = await startIngest(cfg.ingest, bus, log.child({ component: 'ingest' }));
+      stoppers.push(() => ingest.close());
+      endpoints.ingest = `udp://${ingest.address.host}:${ingest.address.port}`;
+    }
+    if (cfg.metrics.enabled) {
+      const server: Server = await serveMetrics(metrics, cfg.metrics.host, cfg.metrics.port, [{ name: 'bus', check: () => true }]);
+      stoppers.push(() => new Promise<void>((r) => server.close(() => r())));
+      const a = server.address();
+      if (a !== null && typeof a === 'object') endpoints.metrics = `http://${cfg.metrics.host}:${a.port}/metrics`;
+    }
+    if (cfg.demo.enabled && cfg.ingest.enabled) {
+      const ingestAddr = endpoints.ingest!.slice('udp://'.length);
+      const demo = await startDemoTraffic(cfg.demo, ingestAddr, log.child({ component: 'demo' }));
+      stoppers.push(() => demo.close());
+      endpoints.demoAccounts = demo.accounts.join(',');
+    }
+    return { endpoints, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, applyEnv, loadConfig, parseConfig } from '../../infra/config';
+
+function tmpFile(content: string): string {
+  const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'meridian-cfg-')), 'c.json');
+  fs.writeFileSync(f, content);
+  return f;
+}
+
+describe('config', () => {
+  it('defaults to a single-machine setup: embedded bus, any shred version, leader check off', () => {
+    const c = parseConfig({});
+    assert.equal(c.bus.kind, 'embedded');
+    assert.equal(c.ingest.shredVersion, null);
+    assert.equal(c.ingest.leader.mode, 'off');
+    assert.equal(c.fanout.port, 20202);
+    assert.equal(c.fanout.heartbeatMs, 10_000);
+    assert.equal(c.fanout.maxFilterUpdatesPerSec, 50);
+    assert.equal(c.demo.enabled, false);
+  });
+
+  it('reads a file and lets the environment override it', () => {
+    const f = tmpFile(JSON.stringify({ fanout: { listen: '127.0.0.1:3000', heartbeatMs: 500 }, ingest: { shredVersion: 50093 } }));
+    const c = loadConfig(f, { MERIDIAN__FANOUT__HEARTBEAT_MS: '250', KAFKA_BROKERS: 'a:9092,b:9092' });
+    assert.equal(c.fanout.port, 3000);
+    assert.equal(c.fanout.heartbeatMs, 250);
+    assert.equal(c.ingest.shredVersion, 50093);
+    assert.equal(c.bus.kind, 'kafka');
+    assert.deepEqual(c.bus.brokers, ['a:9092', 'b:9092']);
+  });
+
+  it('SOLANA_RPC_URL switches the leader source to rpc', () => {
+    const c = parseConfig(applyEnv({}, { SOLANA_RPC_URL: 'http://127.0.0.1:8899' }));
+    assert.equal(c.ingest.leader.mode, 'rpc');
+  });
+
+  it('the shipped config files validate', () => {
+    for (const name of ['local.json', 'production.example.json']) {
+      const f = path.resolve(__dirname, '..', '..', '..', 'infra', 'config', name);
+      const alt = path.resolve(__dirname, '..', '..', 'infra', 'config', name);
+      const c = loadConfig(fs.existsSync(f) ? f : alt, {});
+      assert.ok(c.fanout.port > 0);
+    }
+  });
+
+  const bad: Array<[string, unknown, RegExp]> = [
+    ['unknown section', { fanuot: {} }, /unknown config section "fanuot"/],
+    ['bad port', { fanout: { listen: 'localhost:99999' } }, /fanout\.listen: expected HOST:PORT/],
+    ['bad integer', { fanout: { heartbeatMs: 'soon' } }, /fanout\.heartbeatMs: expected an integer/],
+    ['kafka without brokers', { bus: { kind: 'kafka' } }, /bus\.brokers: required/],
+    ['fixed leader without key', { ingest: { leader: { mode: 'fixed' } } }, /ingest\.leader\.key: required/],
+    ['auth without rentals', { fanout: { auth: { mode: 'token' } } }, /needs rentals/],
+    ['bad enum', { fanout: { auth: { mode: 'maybe' } } }, /expected one of none, ip, token/],
+  ];
+  for (const [what, raw, re] of bad) {
+    it(`rejects ${what} with a message naming the field`, () => {
+      assert.throws(() => parseConfig(raw), (e: unknown) => e instanceof ConfigError && re.test(e.message));
+    });
+  }
+
+  it('names the file when it is not JSON', () => {
+    const f = tmpFile('{ nope');
+    assert.throws(() => loadConfig(f, {}), /is not valid JSON/);
+  });
+});
