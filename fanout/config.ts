@@ -1,4 +1,6 @@
-import { ConfigError, bool, hostPort, int, oneOf, optStr, section } from '../infra/config-read';
+import { TOPIC } from '../bus/topics';
+import { ConfigError, bool, hostPort, int, oneOf, optStr, section, str } from '../infra/config-read';
+import { MAX_FILTERS_PER_SET } from './filter';
 
 export interface FanoutConfig {
   enabled: boolean;
@@ -25,12 +27,20 @@ export interface FanoutConfig {
   rentalsFile?: string;
   /** Read rentals from the rentals topic instead of (or in addition to) the file. */
   rentalsFromBus: boolean;
+  /**
+   * After a stream is ended by the server, how long its status may wait behind unread data before the HTTP/2
+   * stream is reset (a subscriber that stopped reading never lets the status through).
+   */
+  endGraceMs: number;
+  /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
+  topics: { transactions: string; slots: string };
 }
 
 export function parseFanoutConfig(raw: unknown): FanoutConfig {
   const p = 'fanout';
   const o = section(raw, p);
   const a = section(o.auth, `${p}.auth`);
+  const t = section(o.topics, `${p}.topics`);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:20202');
   const cfg: FanoutConfig = {
     enabled: bool(o, 'enabled', p, true),
@@ -50,7 +60,13 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     },
     rentalsFile: optStr(o, 'rentalsFile', p),
     rentalsFromBus: bool(o, 'rentalsFromBus', p, false),
+    endGraceMs: int(o, 'endGraceMs', p, 15_000, 0),
+    topics: {
+      transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
+      slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
+    },
   };
+  if (cfg.maxFilters > MAX_FILTERS_PER_SET) throw new ConfigError(`${p}.maxFilters: at most ${MAX_FILTERS_PER_SET} (matches travel as a 32-bit mask)`);
   if (cfg.auth.mode !== 'none' && cfg.rentalsFile === undefined && !cfg.rentalsFromBus) {
     throw new ConfigError(`${p}.auth.mode ${cfg.auth.mode} needs rentals: set ${p}.rentalsFile or ${p}.rentalsFromBus`);
   }

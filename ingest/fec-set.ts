@@ -25,4 +25,8 @@ export interface CompletedFecSet {
   /** When the set's first shred arrived, and when it completed (ms since epoch, fractional). */
   firstSeenMs: number;
   completedMs: number;
+  /** The leader's signature over merkleRoot (optional so synthetic sets in tests need not invent one). */
+  leaderSignature?: Buffer;
+  /** The 32 full data shreds in index order, rebuilt ones included (for retransmit or storage). */
+  dataShreds?: Buffer[];
 }

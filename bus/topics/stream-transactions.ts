@@ -30,7 +30,8 @@ export interface TxRecord {
 
 export function encodeTxRecord(r: TxRecord): Buffer {
   const n = r.accountKeys.length / PUBKEY_SZ;
-  if (!Number.isInteger(n) || n > 0xffff) throw new RangeError(`accountKeys length ${r.accountKeys.length} is not a multiple of 32`);
+  if (!Number.isInteger(n)) throw new RangeError(`accountKeys length ${r.accountKeys.length} is not a multiple of 32`);
+  if (n > 0xffff) throw new RangeError(`${n} account keys do not fit the u16 count`);
   const out = Buffer.allocUnsafe(TX_RECORD_HEADER_SZ + r.accountKeys.length + r.message.length);
   out[VERSION_OFF] = TX_RECORD_VERSION;
   out[1] = 0;

@@ -1,0 +1,226 @@
+import type { Bus, ConsumeOptions, Consumer, ProduceRecord, TopicSpec } from './bus';
+import { Cursor, type CursorHooks } from './embedded-cursor';
+import { Group, type Member } from './embedded-group';
+import { PartitionLog, type LogLimits } from './embedded-log';
+import { partitionForKey } from './murmur2';
+import { metrics } from '../infra/metrics';
+import { rootLogger, type Log } from '../infra/log';
+
+// The in-process bus for single-machine runs. It keeps the Kafka contract the components rely on:
+//   - keyed records go to partitionForKey(key) (Kafka's murmur2 default partitioner), null keys round-robin;
+//   - per-partition append-only logs, offsets as decimal strings, append timestamps;
+//   - independent readers and consumer groups with per-partition committed offsets (after each batch);
+//   - compacted topics keep the latest record per key; they refuse records without a key, as Kafka does.
+// Differences by design: topics must be created before use (no auto-create); messages are shared between
+// readers, not copied per reader, so handlers must treat them as read-only; produced buffers are copied once
+// (unless copyOnProduce is false), so a producer may reuse its buffers as it could with Kafka.
+
+export interface EmbeddedBusOptions {
+  /** Plain topics: messages kept per partition. */
+  maxMessagesPerPartition?: number;
+  /** Plain topics: key + value + header bytes kept per partition. */
+  maxBytesPerPartition?: number;
+  /** Per-topic overrides of the two bounds above (e.g. a longer backlog for usage.events than for the stream). */
+  topicLimits?: Record<string, { maxMessagesPerPartition?: number; maxBytesPerPartition?: number }>;
+  /** Plain topics without retentionMs in their spec: time bound; undefined = 7 days (Kafka's default). */
+  defaultRetentionMs?: number;
+  /** Compacted topics: how long a tombstone stays readable (Kafka's delete.retention.ms). */
+  tombstoneRetentionMs?: number;
+  /** Compacted topics: superseded records that trigger a compaction (also at least as many as are live). */
+  compactMinDirty?: number;
+  /** Messages per onBatch call at most. */
+  maxBatchMessages?: number;
+  /** Wait before redelivering a batch whose handler threw. */
+  retryDelayMs?: number;
+  /** How often time-based retention and tombstone expiry run on idle partitions. */
+  sweepIntervalMs?: number;
+  /** Copy keys, values and headers on produce (default true); false when producers never reuse buffers. */
+  copyOnProduce?: boolean;
+  log?: Log;
+}
+
+const DAY_MS = 86_400_000;
+const SKIP_WARN_INTERVAL_MS = 10_000;
+
+/** Counters of one bus instance (the process-wide metrics registry holds the same, summed over instances). */
+export interface EmbeddedBusStats {
+  /** Messages readers did not get because retention dropped them first (a reader fell too far behind). */
+  skipped: number;
+  handlerErrors: number;
+}
+
+interface Topic {
+  spec: TopicSpec;
+  logs: PartitionLog[];
+  roundRobin: number;
+}
+
+function copy(b: Buffer | null): Buffer | null {
+  return b === null ? null : Buffer.from(b);
+}
+
+export class EmbeddedBus implements Bus {
+  readonly kind = 'embedded' as const;
+  readonly stats: EmbeddedBusStats = { skipped: 0, handlerErrors: 0 };
+  private readonly topics = new Map<string, Topic>();
+  private readonly groups = new Map<string, Group>();
+  private readonly consumers = new Set<Consumer>();
+  private readonly hooks: CursorHooks;
+  private readonly log: Log;
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly lastSkipWarn = new Map<string, number>();
+  private closed = false;
+
+  constructor(private readonly opts: EmbeddedBusOptions = {}) {
+    this.log = opts.log ?? rootLogger().child({ component: 'bus.embedded' });
+    this.hooks = {
+      maxBatch: opts.maxBatchMessages ?? 1000,
+      retryDelayMs: opts.retryDelayMs ?? 200,
+      onSkip: (log, n) => {
+        this.stats.skipped += n;
+        metrics.counter('meridian_bus_embedded_skipped_total', 'Messages a lagging embedded-bus reader lost to retention', { topic: log.topic }).inc(n);
+        // A reader that stays slow skips on every batch: one line per topic per interval is enough to notice.
+        const now = Date.now();
+        if (now - (this.lastSkipWarn.get(log.topic) ?? 0) >= SKIP_WARN_INTERVAL_MS) {
+          this.lastSkipWarn.set(log.topic, now);
+          this.log.warn({ topic: log.topic, partition: log.partition, skipped: n, totalSkipped: this.stats.skipped }, 'reader fell behind retention and skipped ahead');
+        }
+      },
+      onHandlerError: (log, batch, err) => {
+        this.stats.handlerErrors++;
+        metrics.counter('meridian_bus_embedded_handler_errors_total', 'Batch handlers that threw (the batch is retried)', { topic: log.topic }).inc();
+        this.log.error({ err, topic: log.topic, partition: log.partition, firstOffset: batch[0]?.offset, count: batch.length }, 'batch handler failed; retrying');
+      },
+    };
+    this.sweeper = setInterval(() => this.sweep(), opts.sweepIntervalMs ?? 1000);
+    this.sweeper.unref(); // retention housekeeping must not keep a process alive
+  }
+
+  async createTopics(specs: TopicSpec[]): Promise<void> {
+    this.assertOpen();
+    for (const spec of specs) {
+      // Like Kafka's "topic already exists": creating twice is fine and keeps the first layout.
+      if (this.topics.has(spec.name)) continue;
+      if (!Number.isInteger(spec.partitions) || spec.partitions < 1) throw new RangeError(`topic ${spec.name}: partitions must be a positive integer`);
+      const own = this.opts.topicLimits?.[spec.name];
+      const limits: LogLimits = {
+        compacted: spec.compacted,
+        maxMessages: own?.maxMessagesPerPartition ?? this.opts.maxMessagesPerPartition ?? 200_000,
+        maxBytes: own?.maxBytesPerPartition ?? this.opts.maxBytesPerPartition ?? 256 * 1024 * 1024,
+        retentionMs: spec.retentionMs ?? this.opts.defaultRetentionMs ?? 7 * DAY_MS,
+        tombstoneRetentionMs: this.opts.tombstoneRetentionMs ?? DAY_MS,
+        compactMinDirty: this.opts.compactMinDirty ?? 1000,
+      };
+      const logs = Array.from({ length: spec.partitions }, (_, p) => new PartitionLog(spec.name, p, limits));
+      this.topics.set(spec.name, { spec: { ...spec }, logs, roundRobin: 0 });
+    }
+  }
+
+  async produce(topic: string, records: ProduceRecord[]): Promise<void> {
+    this.assertOpen();
+    const t = this.topic(topic);
+    // Validate the whole batch first, so a bad record appends nothing (a Kafka produce request fails whole).
+    if (t.spec.compacted && records.some((r) => r.key === null)) throw new Error(`topic ${topic} is compacted: every record needs a key`);
+    const copyIn = this.opts.copyOnProduce ?? true;
+    const now = Date.now();
+    const touched = new Set<PartitionLog>();
+    const n = t.logs.length;
+    for (const r of records) {
+      const p = r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n);
+      const log = t.logs[p]!;
+      const headers: Record<string, Buffer> = {};
+      if (r.headers !== undefined) for (const h in r.headers) headers[h] = copyIn ? Buffer.from(r.headers[h]!) : r.headers[h]!;
+      log.append(copyIn ? copy(r.key) : r.key, copyIn ? copy(r.value) : r.value, headers, now);
+      touched.add(log);
+    }
+    for (const log of touched) for (const reader of log.readers) reader.wake();
+  }
+
+  async consume(options: ConsumeOptions): Promise<Consumer> {
+    this.assertOpen();
+    if (options.topics.length === 0) throw new Error('consume: no topics');
+    const logsByTopic = options.topics.map((name) => this.topic(name).logs);
+    const consumer = options.groupId === undefined ? this.reader(logsByTopic.flat(), options) : this.member(options.groupId, options);
+    this.consumers.add(consumer);
+    return consumer;
+  }
+
+  async endOffsets(topic: string): Promise<Map<number, string>> {
+    this.assertOpen();
+    return new Map(this.topic(topic).logs.map((log) => [log.partition, String(log.end)]));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await Promise.all([...this.consumers].map((c) => c.close()));
+    await Promise.all([...this.groups.values()].map((g) => g.stop()));
+    this.groups.clear();
+    this.topics.clear();
+  }
+
+  /** Messages and bytes held per partition (the memory bound, observable). */
+  retained(topic: string): Array<{ partition: number; start: string; end: string; messages: number; bytes: number }> {
+    return this.topic(topic).logs.map((l) => ({ partition: l.partition, start: String(l.start), end: String(l.end), messages: l.retained, bytes: l.retainedBytes }));
+  }
+
+  /** A group's committed offsets ("topic/partition" → next offset), or an empty map for an unknown group. */
+  committed(groupId: string): Map<string, number> {
+    return this.groups.get(groupId)?.committed() ?? new Map();
+  }
+
+  private reader(logs: PartitionLog[], options: ConsumeOptions): Consumer {
+    const cursors = logs.map((log) => {
+      const c = new Cursor(log, options.from === 'beginning' ? log.start : log.end, this.hooks);
+      c.handler = options.onBatch;
+      return c;
+    });
+    // Messages already retained when a 'beginning' reader starts are delivered without waiting for an append.
+    for (const c of cursors) c.wake();
+    let closing: Promise<void> | null = null;
+    const consumer: Consumer = {
+      ready: Promise.resolve(),
+      close: () => {
+        closing ??= Promise.all(cursors.map((c) => c.stop())).then(() => void this.consumers.delete(consumer));
+        return closing;
+      },
+    };
+    return consumer;
+  }
+
+  private member(groupId: string, options: ConsumeOptions): Consumer {
+    let group = this.groups.get(groupId);
+    if (group === undefined) {
+      group = new Group(groupId, (t) => this.topic(t).logs, (log, next) => new Cursor(log, next, this.hooks));
+      this.groups.set(groupId, group);
+    }
+    const g = group;
+    const m: Member = { topics: [...options.topics], from: options.from, onBatch: options.onBatch, owned: [] };
+    g.join(m);
+    let closing: Promise<void> | null = null;
+    const consumer: Consumer = {
+      ready: Promise.resolve(),
+      close: () => {
+        closing ??= g.leave(m).then(() => void this.consumers.delete(consumer));
+        return closing;
+      },
+    };
+    return consumer;
+  }
+
+  private topic(name: string): Topic {
+    const t = this.topics.get(name);
+    if (t === undefined) throw new Error(`unknown topic ${name} (create it first)`);
+    return t;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('bus closed');
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const t of this.topics.values()) for (const log of t.logs) log.sweep(now);
+  }
+}

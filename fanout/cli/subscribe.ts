@@ -1,0 +1,129 @@
+// `meridian subscribe`: open a v1 stream, send one named filter, print one line per response.
+//
+//   tx <slot> <base58 signature> filters=<a,b>      (--json: {"slot","signature","filters","accountKeys"})
+//   slot <n>
+//   ping <id>                                        (--verbose only)
+// With --json, slot and ping lines are {"newSlot":n} and {"pingId":n}.
+//
+// The stream's end status goes to stderr; errors exit 1, SIGINT/SIGTERM end cleanly with 0. The token is sent as
+// x-token metadata and never printed.
+import * as grpc from '@grpc/grpc-js';
+import bs58 from 'bs58';
+import { UsageError, expectOnly, parseArgs } from '../../infra/args';
+import type { SubscribeResponse } from '../../proto/gen/arpc_pb';
+import { SERVICE_CHOICES, openSubscribeStream, type ServiceChoice, type SubscribeRequestInit } from '../../proto/service';
+
+const DEFAULT_URL = '127.0.0.1:20202';
+const DEFAULT_FILTER_NAME = 'cli';
+const KNOWN = ['include', 'exclude', 'required', 'slots', 'url', 'token', 'filter-name', 'service', 'json', 'verbose', 'help'];
+
+const USAGE = `usage: meridian subscribe [--include K ...] [--exclude K ...] [--required K ...] [--slots]
+         [--url HOST:PORT] [--token T] [--filter-name NAME] [--service StreamService|ARPCService|unpackaged]
+         [--json] [--verbose]
+With no --include/--exclude/--required the filter matches every transaction.
+`;
+
+export interface SubscribeOptions {
+  address: string;
+  service: ServiceChoice;
+  token: string | undefined;
+  request: SubscribeRequestInit;
+  json: boolean;
+  verbose: boolean;
+}
+
+/** Turns argv into options; throws UsageError. Exported for tests. */
+export function parseSubscribeArgs(argv: string[]): SubscribeOptions {
+  const args = parseArgs(argv, { booleans: ['slots', 'json', 'verbose', 'help'], multi: ['include', 'exclude', 'required'] });
+  expectOnly(args, KNOWN);
+  if (args.positional.length > 0) throw new UsageError(`unexpected argument "${args.positional[0]}"`);
+  const service = args.get('service') ?? 'StreamService';
+  if (!Object.hasOwn(SERVICE_CHOICES, service)) throw new UsageError(`--service must be one of ${Object.keys(SERVICE_CHOICES).join(', ')}`);
+  const address = (args.get('url') ?? DEFAULT_URL).replace(/^http:\/\//, '').replace(/\/+$/, '');
+  if (!/^(\[[0-9a-fA-F:.]+\]|[^:/\s]+):\d{1,5}$/.test(address)) throw new UsageError('--url must be HOST:PORT');
+  const name = args.get('filter-name') ?? DEFAULT_FILTER_NAME;
+  if (name === '') throw new UsageError('--filter-name must not be empty');
+  const request: SubscribeRequestInit = {
+    transactions: { [name]: { accountInclude: args.all('include'), accountExclude: args.all('exclude'), accountRequired: args.all('required') } },
+  };
+  if (args.has('slots') && args.get('slots') !== 'false') request.newSeenSlots = true;
+  return {
+    address,
+    service: service as ServiceChoice,
+    token: args.get('token'),
+    request,
+    json: flag(args.get('json')),
+    verbose: flag(args.get('verbose')),
+  };
+}
+
+function flag(v: string | undefined): boolean {
+  return v !== undefined && v !== 'false';
+}
+
+/** The line printed for one response, or undefined when it prints nothing. */
+export function formatResponse(r: SubscribeResponse, opts: { json: boolean; verbose: boolean }): string | undefined {
+  const tx = r.getTransaction();
+  if (tx !== undefined) {
+    const sig = tx.getSignaturesList_asU8()[0];
+    const signature = sig === undefined ? '' : bs58.encode(sig);
+    const filters = r.getFiltersList();
+    if (opts.json) {
+      const accountKeys = tx.getAccountKeysList_asU8().map((k) => bs58.encode(k));
+      return JSON.stringify({ slot: tx.getSlot(), signature, filters, accountKeys });
+    }
+    return `tx ${tx.getSlot()} ${signature} filters=${filters.join(',')}`;
+  }
+  if (r.hasNewSlot()) return opts.json ? JSON.stringify({ newSlot: r.getNewSlot() }) : `slot ${r.getNewSlot()}`;
+  if (r.hasPingId() && opts.verbose) return opts.json ? JSON.stringify({ pingId: r.getPingId() }) : `ping ${r.getPingId()}`;
+  return undefined;
+}
+
+function codeName(code: number): string {
+  return (Object.entries(grpc.status).find(([, v]) => v === code)?.[0] ?? 'UNKNOWN') + ` (${code})`;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const opts = parseSubscribeArgs(argv);
+  const metadata = new grpc.Metadata();
+  if (opts.token !== undefined) metadata.set('x-token', opts.token);
+  const call = openSubscribeStream(opts.address, { service: opts.service, metadata });
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (): void => {
+      stopping = true;
+      call.cancel();
+    };
+    const onStdoutError = (e: NodeJS.ErrnoException): void => {
+      if (e.code === 'EPIPE') stop(); // the reader went away (e.g. `| head`): end quietly
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    process.stdout.on('error', onStdoutError);
+
+    call.on('data', (r: SubscribeResponse) => {
+      const line = formatResponse(r, opts);
+      // Backpressure: stop reading while stdout is full; grpc flow control then slows the server down.
+      if (line !== undefined && !process.stdout.write(line + '\n')) {
+        call.pause();
+        process.stdout.once('drain', () => call.resume());
+      }
+    });
+    call.on('error', () => {}); // reported from 'status'
+    call.once('status', (s: grpc.StatusObject) => {
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+      process.stdout.removeListener('error', onStdoutError);
+      if (stopping && s.code === grpc.status.CANCELLED) return resolve(0);
+      const details = s.details === '' ? '' : `: ${s.details}`;
+      process.stderr.write(`meridian subscribe: stream ended ${codeName(s.code)}${details}\n`);
+      resolve(s.code === grpc.status.OK ? 0 : 1);
+    });
+    call.write(opts.request);
+  });
+}

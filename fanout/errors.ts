@@ -1,0 +1,148 @@
+import { Metadata, status as Status, type StatusObject } from '@grpc/grpc-js';
+import { BinaryWriter } from 'google-protobuf';
+
+// The streaming surface's error registry (STYLE habit 7): every status a Subscribe stream can end with is a row
+// here — gRPC code, a stable machine reason, whether retrying unchanged can help, and a detail template with
+// typed context. Nothing else in fanout/ builds a status by hand.
+//
+// The reason travels three ways, so any client can read it:
+//   - inside the details string (the contract: "RESOURCE_EXHAUSTED, reason subscribe_rate_limit");
+//   - as google.rpc.Status{details: [google.rpc.ErrorInfo{reason, domain}]} in `grpc-status-details-bin`
+//     (the standard rich-error trailer; grpc-js and other stacks surface it as trailing metadata);
+//   - as the plain trailer `x-error-reason` for clients that do not decode the binary one.
+//
+// Where the contract is silent:
+//   - An egress IP that is not allowlisted fails with PERMISSION_DENIED right after the stream opens (the
+//     caller is identified by its address but not allowed; UNAUTHENTICATED is kept for a bad credential).
+//   - A slow consumer gets DATA_LOSS (compat.md: clients treat it as recoverable), marked retriable.
+
+export const ERROR_DOMAIN = 'stream.meridian';
+export const REASON_TRAILER = 'x-error-reason';
+const STATUS_DETAILS_TRAILER = 'grpc-status-details-bin';
+const ERROR_INFO_TYPE_URL = 'type.googleapis.com/google.rpc.ErrorInfo';
+
+/** Longest client-supplied text echoed into a detail (a key or a filter name). */
+const ECHO_MAX = 64;
+
+function echo(s: string): string {
+  return JSON.stringify(s.length > ECHO_MAX ? `${s.slice(0, ECHO_MAX)}…` : s);
+}
+
+export type ListKind = 'account_include' | 'account_exclude' | 'account_required';
+
+interface Row<C> {
+  code: Status;
+  reason: string;
+  retriable: boolean;
+  detail: (c: C) => string;
+}
+
+function row<C>(r: Row<C>): Row<C> {
+  return r;
+}
+
+export const STREAM_ERRORS = {
+  invalidPubkey: row<{ filter: string; list: ListKind; index: number; key: string; why: string }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'invalid_pubkey',
+    retriable: false,
+    detail: (c) => `invalid public key in filter ${echo(c.filter)} ${c.list}[${c.index}] ${echo(c.key)}: ${c.why}`,
+  }),
+  tooManyFilters: row<{ count: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'too_many_filters',
+    retriable: false,
+    detail: (c) => `too many transaction filters: ${c.count} (at most ${c.max})`,
+  }),
+  filterNameTooLong: row<{ filter: string; length: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'filter_name_too_long',
+    retriable: false,
+    detail: (c) => `filter name ${echo(c.filter)} is ${c.length} characters (at most ${c.max})`,
+  }),
+  tooManyKeys: row<{ filter: string; list: ListKind; count: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'too_many_keys',
+    retriable: false,
+    detail: (c) => `filter ${echo(c.filter)} ${c.list} has ${c.count} keys (at most ${c.max})`,
+  }),
+  subscribeRateLimit: row<{ max: number }>({
+    code: Status.RESOURCE_EXHAUSTED,
+    reason: 'subscribe_rate_limit',
+    retriable: false,
+    detail: (c) => `subscribe_rate_limit: more than ${c.max} filter-update messages per second; slow down and open a new stream`,
+  }),
+  unauthenticated: row<{ why: 'missing' | 'unknown' }>({
+    code: Status.UNAUTHENTICATED,
+    reason: 'invalid_token',
+    retriable: false,
+    detail: (c) => (c.why === 'missing' ? 'x-token metadata is required' : 'x-token is not valid'),
+  }),
+  ipNotAllowlisted: row<Record<string, never>>({
+    code: Status.PERMISSION_DENIED,
+    reason: 'ip_not_allowlisted',
+    retriable: false,
+    detail: () => 'egress IP is not allowlisted; register the real public egress address',
+  }),
+  ppsRequirement: row<{ pps: number; required: number }>({
+    code: Status.PERMISSION_DENIED,
+    reason: 'pps_requirement',
+    retriable: false,
+    // The contract fixes the prefix; clients match on it.
+    detail: (c) => `PPS limit requirement not met: the rental has ${c.pps} PPS, this endpoint requires ${c.required}`,
+  }),
+  slowConsumer: row<{ limit: 'bytes' | 'messages'; max: number }>({
+    code: Status.DATA_LOSS,
+    reason: 'slow_consumer',
+    retriable: true,
+    detail: (c) => `slow consumer: send queue exceeded ${c.max} ${c.limit}; reconnect and reconcile the gap through JSON-RPC`,
+  }),
+  shuttingDown: row<Record<string, never>>({
+    code: Status.UNAVAILABLE,
+    reason: 'shutting_down',
+    retriable: true,
+    detail: () => 'server is shutting down; reconnect',
+  }),
+} as const;
+
+export type StreamErrorKind = keyof typeof STREAM_ERRORS;
+type ContextOf<K extends StreamErrorKind> = (typeof STREAM_ERRORS)[K] extends Row<infer C> ? C : never;
+
+/** A status ready for grpc-js (`call.emit('error', e)`), plus the registry row it came from. */
+export interface StreamError extends StatusObject {
+  kind: StreamErrorKind;
+  reason: string;
+  retriable: boolean;
+}
+
+export function streamError<K extends StreamErrorKind>(kind: K, context: ContextOf<K>): StreamError {
+  const r = STREAM_ERRORS[kind] as Row<ContextOf<K>>;
+  const details = r.detail(context);
+  const metadata = new Metadata();
+  metadata.set(REASON_TRAILER, r.reason);
+  metadata.set(STATUS_DETAILS_TRAILER, statusDetails(r.code, details, r.reason));
+  return { kind, code: r.code, details, metadata, reason: r.reason, retriable: r.retriable };
+}
+
+/** Narrowing helper: is this a registry error (and, optionally, of this kind)? */
+export function isStreamError(e: unknown, kind?: StreamErrorKind): e is StreamError {
+  if (typeof e !== 'object' || e === null || !('kind' in e) || !('code' in e)) return false;
+  const k = (e as { kind: unknown }).kind;
+  return typeof k === 'string' && k in STREAM_ERRORS && (kind === undefined || k === kind);
+}
+
+/** google.rpc.Status { code=1, message=2, details=3: Any { type_url=1, value=2: ErrorInfo { reason=1, domain=2 } } }. */
+function statusDetails(code: number, message: string, reason: string): Buffer {
+  const info = new BinaryWriter();
+  info.writeString(1, reason);
+  info.writeString(2, ERROR_DOMAIN);
+  const infoBytes = info.getResultBuffer();
+  const w = new BinaryWriter();
+  w.writeInt32(1, code);
+  w.writeString(2, message);
+  w.writeMessage(3, infoBytes, (bytes: Uint8Array, any: BinaryWriter) => {
+    any.writeString(1, ERROR_INFO_TYPE_URL);
+    any.writeBytes(2, bytes);
+  });
+  return Buffer.from(w.getResultBuffer());
+}

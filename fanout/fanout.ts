@@ -1,0 +1,242 @@
+import type { BusMessage } from '../bus/bus';
+import { decodeSlotRecord } from '../bus/topics/stream-slots';
+import { decodeTxRecord } from '../bus/topics/stream-transactions';
+import type { Rental } from '../bus/topics/rentals';
+import type { Log } from '../infra/log';
+import type { FanoutConfig } from './config';
+import { RecentKeys } from './dedupe';
+import type { StreamError } from './errors';
+import { maskNames, type CompiledFilterSet } from './filter';
+import { FilterIndex } from './filter-index';
+import { fanoutMetrics } from './metrics';
+import { Session, type EndReason, type SessionOptions, type SessionPort } from './session';
+
+// The hub between the bus and the sessions: every stream.transactions record is de-duplicated by signature,
+// decoded as views, matched once through the filter index, encoded once per distinct `filters` list and queued
+// to each matching session. The transaction's protobuf bytes come from ingest and are never re-encoded: a
+// response is created_at + filters + those bytes (ResponseEncoder). Slots go to every session with
+// new_seen_slots on; heartbeats to every session.
+
+/** Builds response bytes. The transaction message is copied in as is. */
+export interface ResponseEncoder {
+  /** The `filters` field (2) for these names, to prepend to many responses. */
+  filterNames(names: string[]): Buffer;
+  transaction(createdAtMs: number, filterField: Buffer, txMessage: Buffer): Buffer;
+  /** A response whose only field is ping_id (0 = heartbeat). */
+  ping(id: number): Buffer;
+  /** A response with only created_at and new_slot. */
+  slot(createdAtMs: number, slot: bigint): Buffer;
+}
+
+export interface FanoutStats {
+  subscribers: number;
+  /** Transactions processed after dedupe. */
+  transactions: number;
+  slots: number;
+  /** Responses and bytes handed to subscriber streams (transactions, slots, pings, heartbeats). */
+  delivered: number;
+  bytes: number;
+  dedupeDrops: number;
+  badRecords: number;
+  disconnects: Partial<Record<EndReason, number>>;
+  queue: { sum: number; max: number; bytes: number };
+  index: { subscribers: number; matchAll: number; keys: number };
+}
+
+/** Slots are few per second; this covers minutes of redundant ingest workers. */
+const SLOT_DEDUPE_WINDOW = 4096;
+
+interface NamesField {
+  bytes: Buffer;
+  /** The bytes as latin1: subscribers with the same names share one encoded response. */
+  key: string;
+}
+
+export class Fanout {
+  readonly index = new FilterIndex<Session>();
+  private readonly sessions = new Set<Session>();
+  private readonly txSeen: RecentKeys;
+  private readonly slotSeen = new RecentKeys(SLOT_DEDUPE_WINDOW);
+  private readonly namesCache = new WeakMap<CompiledFilterSet, Map<number, NamesField>>();
+  private readonly heartbeatBytes: Buffer;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly dropSource: () => void;
+  private readonly limits: SessionOptions['limits'];
+  private readonly topics: FanoutConfig['topics'];
+  private nextId = 1;
+  private closed = false;
+  private readonly counts = { transactions: 0, slots: 0, delivered: 0, bytes: 0, dedupeDrops: 0, badRecords: 0 };
+  private readonly disconnects: Partial<Record<EndReason, number>> = {};
+
+  constructor(
+    cfg: FanoutConfig,
+    private readonly enc: ResponseEncoder,
+    private readonly log: Log,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.txSeen = new RecentKeys(cfg.dedupeWindow);
+    this.topics = cfg.topics;
+    this.limits = {
+      maxFilters: cfg.maxFilters,
+      maxKeysPerList: cfg.maxKeysPerList,
+      maxFilterNameLen: cfg.maxFilterNameLen,
+      maxFilterUpdatesPerSec: cfg.maxFilterUpdatesPerSec,
+      maxBytes: cfg.queueMaxBytes,
+      maxMessages: cfg.queueMaxMessages,
+    };
+    this.heartbeatBytes = enc.ping(0);
+    // One timer for all sessions; every session gets it, whatever its filters (that is how dead peers show).
+    this.heartbeat = setInterval(() => {
+      for (const s of this.sessions) s.send(this.heartbeatBytes);
+    }, cfg.heartbeatMs);
+    this.heartbeat.unref();
+    this.dropSource = fanoutMetrics.addSource({ subscribers: () => this.sessions.size, queueDepth: () => this.queueDepth() });
+  }
+
+  /** A new stream, empty: no filters, no slots. */
+  open(port: SessionPort, rental?: Rental): Session {
+    const s = new Session(
+      this.nextId++,
+      port,
+      {
+        limits: this.limits,
+        index: this.index,
+        pingResponse: (id) => (id === 0 ? this.heartbeatBytes : this.enc.ping(id)),
+        now: this.now,
+        onWrite: this.onWrite,
+        onEnd: this.onEnd,
+      },
+      rental,
+    );
+    if (this.closed) s.shutdown();
+    else this.sessions.add(s);
+    return s;
+  }
+
+  /** A stream refused before it became a session (authentication); counted like any other end. */
+  refused(e: StreamError): void {
+    this.countEnd(e.kind);
+  }
+
+  all(): Iterable<Session> {
+    return this.sessions;
+  }
+
+  /** The bus handler for stream.transactions and stream.slots (one partition's batch, in order). */
+  readonly onBatch = (messages: BusMessage[]): void => {
+    for (const m of messages) {
+      if (m.topic === this.topics.transactions) this.onTransaction(m);
+      else if (m.topic === this.topics.slots) this.onSlot(m);
+    }
+  };
+
+  /** Ends every session with `shuttingDown` and stops the heartbeat. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    for (const s of [...this.sessions]) s.shutdown();
+    this.dropSource();
+  }
+
+  stats(): FanoutStats {
+    return { subscribers: this.sessions.size, ...this.counts, disconnects: { ...this.disconnects }, queue: this.queueDepth(), index: this.index.size };
+  }
+
+  private onTransaction(m: BusMessage): void {
+    if (m.key === null || m.value === null) return this.bad('transaction record without key or value');
+    if (!this.txSeen.firstSeen(m.key)) return this.dropDuplicate();
+    const d = decodeTxRecord(m.value);
+    if (!d.ok) return this.bad(d.reason);
+    this.counts.transactions++;
+    fanoutMetrics.transactions.inc();
+    const matches = this.index.match(d.record.accountKeys);
+    if (matches.length === 0) return;
+    const createdAt = this.now();
+    const { message, observedAtMs } = d.record;
+    // Usually one entry: most clients name filters alike, so the per-transaction encode count stays tiny.
+    const byNames = new Map<string, Buffer>();
+    for (const mt of matches) {
+      const names = this.namesField(mt.set, mt.mask);
+      let resp = byNames.get(names.key);
+      if (resp === undefined) {
+        resp = this.enc.transaction(createdAt, names.bytes, message);
+        byNames.set(names.key, resp);
+      }
+      mt.sub.send(resp, observedAtMs);
+    }
+  }
+
+  private onSlot(m: BusMessage): void {
+    if (m.key === null || m.value === null) return this.bad('slot record without key or value');
+    if (!this.slotSeen.firstSeen(m.key)) return this.dropDuplicate();
+    const r = decodeSlotRecord(m.value);
+    if (r === null) return this.bad('slot record does not decode');
+    this.counts.slots++;
+    let resp: Buffer | undefined;
+    for (const s of this.sessions) {
+      if (!s.newSeenSlots) continue;
+      resp ??= this.enc.slot(this.now(), r.slot);
+      s.send(resp);
+    }
+  }
+
+  private namesField(set: CompiledFilterSet, mask: number): NamesField {
+    let perSet = this.namesCache.get(set);
+    if (perSet === undefined) {
+      perSet = new Map();
+      this.namesCache.set(set, perSet);
+    }
+    let f = perSet.get(mask);
+    if (f === undefined) {
+      const bytes = this.enc.filterNames(maskNames(set, mask));
+      f = { bytes, key: bytes.toString('latin1') };
+      perSet.set(mask, f);
+    }
+    return f;
+  }
+
+  private readonly onWrite = (bytes: number, observedAtMs: number): void => {
+    this.counts.delivered++;
+    this.counts.bytes += bytes;
+    fanoutMetrics.messagesSent.inc();
+    fanoutMetrics.bytesSent.inc(bytes);
+    if (!Number.isNaN(observedAtMs)) fanoutMetrics.latencyMs.observe(Date.now() - observedAtMs);
+  };
+
+  private readonly onEnd = (s: Session, reason: EndReason): void => {
+    this.sessions.delete(s);
+    this.countEnd(reason);
+    if (reason !== 'client' && reason !== 'server_close') this.log.info({ session: s.id, rental: s.rental?.id, reason }, 'stream ended by server');
+  };
+
+  private countEnd(reason: EndReason): void {
+    this.disconnects[reason] = (this.disconnects[reason] ?? 0) + 1;
+    fanoutMetrics.disconnect(reason).inc();
+  }
+
+  private queueDepth(): { sum: number; max: number; bytes: number } {
+    let sum = 0;
+    let max = 0;
+    let bytes = 0;
+    for (const s of this.sessions) {
+      const d = s.queueDepth;
+      sum += d;
+      if (d > max) max = d;
+      bytes += s.queueBytes;
+    }
+    return { sum, max, bytes };
+  }
+
+  private dropDuplicate(): void {
+    this.counts.dedupeDrops++;
+    fanoutMetrics.dedupeDrops.inc();
+  }
+
+  private bad(reason: string): void {
+    this.counts.badRecords++;
+    fanoutMetrics.badRecords.inc();
+    // Rate of bad records is visible in the counter; one log line per record would flood on a format change.
+    if (this.counts.badRecords <= 10 || this.counts.badRecords % 10_000 === 0) this.log.warn({ reason, total: this.counts.badRecords }, 'bad stream record skipped');
+  }
+}

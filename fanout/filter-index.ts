@@ -1,0 +1,172 @@
+import { PUBKEY_LEN, keyString, type CompiledFilter, type CompiledFilterSet } from './filter';
+
+// Which subscribers does a transaction reach? Walk the transaction's static account keys against an index of
+// every active filter's keys — never each filter against the transaction. The walk goes over the smaller side:
+// a transaction carries tens of keys, the index holds up to subscribers × filters × 3 × 1,000 keys, and each
+// step is one hash lookup, so the cost is O(tx keys + postings hit + touched subscribers × their filters),
+// independent of how many subscribers are idle.
+//
+// Rules (service.md Endpoint A 5–8): within one filter, include (any listed key present, or no include list),
+// required (every listed key present) and exclude (no listed key present) apply together. A filter with neither
+// include nor required keys matches everything it does not exclude; those "match-all" filters cannot be found
+// through a key, so their subscribers are kept in a set and visited on every transaction — that visit is the
+// output itself (each of them receives the transaction unless excluded), so it costs nothing wasted.
+
+/** A filter of one subscriber, with per-transaction scratch fields (valid only when `gen` is current). */
+interface Entry<S> {
+  owner: Owner<S>;
+  filter: CompiledFilter;
+  bit: number;
+  gen: number;
+  includeHit: boolean;
+  requiredHits: number;
+  excluded: boolean;
+}
+
+interface Owner<S> {
+  sub: S;
+  set: CompiledFilterSet;
+  entries: Entry<S>[];
+  /** How many of this subscriber's filters are match-all; > 0 puts it in `matchAll`. */
+  matchAllCount: number;
+  touchedGen: number;
+}
+
+export interface Match<S> {
+  sub: S;
+  /** Bit `slot` set for every matching filter of the subscriber's set. */
+  mask: number;
+  set: CompiledFilterSet;
+}
+
+type Postings<S> = Map<string, Set<Entry<S>>>;
+
+function addPosting<S>(p: Postings<S>, key: string, e: Entry<S>): void {
+  let s = p.get(key);
+  if (s === undefined) {
+    s = new Set();
+    p.set(key, s);
+  }
+  s.add(e);
+}
+
+function removePosting<S>(p: Postings<S>, key: string, e: Entry<S>): void {
+  const s = p.get(key);
+  if (s === undefined) return;
+  s.delete(e);
+  if (s.size === 0) p.delete(key);
+}
+
+export class FilterIndex<S> {
+  private readonly include: Postings<S> = new Map();
+  private readonly required: Postings<S> = new Map();
+  private readonly exclude: Postings<S> = new Map();
+  private readonly matchAll = new Set<Owner<S>>();
+  private readonly owners = new Map<S, Owner<S>>();
+  private gen = 0;
+  /** Reused per call: the keys of the transaction being matched (a malformed one may repeat a key). */
+  private readonly seen = new Set<string>();
+
+  /** Installs `set` as the subscriber's whole filter set (a replacement, never a patch). */
+  replace(sub: S, set: CompiledFilterSet): void {
+    this.remove(sub);
+    if (set.filters.length === 0) return;
+    const owner: Owner<S> = { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
+    for (const filter of set.filters) {
+      const e: Entry<S> = { owner, filter, bit: 1 << filter.slot, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
+      owner.entries.push(e);
+      for (const k of filter.include) addPosting(this.include, k, e);
+      for (const k of filter.required) addPosting(this.required, k, e);
+      for (const k of filter.exclude) addPosting(this.exclude, k, e);
+      if (filter.include.length === 0 && filter.required.length === 0) owner.matchAllCount++;
+    }
+    if (owner.matchAllCount > 0) this.matchAll.add(owner);
+    this.owners.set(sub, owner);
+  }
+
+  remove(sub: S): void {
+    const owner = this.owners.get(sub);
+    if (owner === undefined) return;
+    for (const e of owner.entries) {
+      for (const k of e.filter.include) removePosting(this.include, k, e);
+      for (const k of e.filter.required) removePosting(this.required, k, e);
+      for (const k of e.filter.exclude) removePosting(this.exclude, k, e);
+    }
+    this.matchAll.delete(owner);
+    this.owners.delete(sub);
+  }
+
+  has(sub: S): boolean {
+    return this.owners.has(sub);
+  }
+
+  get size(): { subscribers: number; matchAll: number; keys: number } {
+    return { subscribers: this.owners.size, matchAll: this.matchAll.size, keys: this.include.size + this.required.size + this.exclude.size };
+  }
+
+  /**
+   * `keys` is N × 32 bytes of static account keys, contiguous (the stream.transactions record layout).
+   * Returns one entry per subscriber with at least one matching filter.
+   */
+  match(keys: Buffer): Match<S>[] {
+    const gen = ++this.gen;
+    const touched: Owner<S>[] = [];
+    const touch = (o: Owner<S>): void => {
+      if (o.touchedGen !== gen) {
+        o.touchedGen = gen;
+        touched.push(o);
+      }
+    };
+    const seen = this.seen;
+    seen.clear();
+    for (let off = 0; off + PUBKEY_LEN <= keys.length; off += PUBKEY_LEN) {
+      const k = keyString(keys, off);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      const inc = this.include.get(k);
+      if (inc !== undefined) {
+        for (const e of inc) {
+          fresh(e, gen).includeHit = true;
+          touch(e.owner);
+        }
+      }
+      const req = this.required.get(k);
+      if (req !== undefined) {
+        for (const e of req) {
+          fresh(e, gen).requiredHits++;
+          touch(e.owner);
+        }
+      }
+      // An exclusion alone never makes a match, so it marks without touching.
+      const exc = this.exclude.get(k);
+      if (exc !== undefined) for (const e of exc) fresh(e, gen).excluded = true;
+    }
+    for (const o of this.matchAll) touch(o);
+
+    const out: Match<S>[] = [];
+    for (const o of touched) {
+      let mask = 0;
+      for (const e of o.entries) {
+        const cur = e.gen === gen;
+        const f = e.filter;
+        if (cur && e.excluded) continue;
+        if (f.include.length > 0 && !(cur && e.includeHit)) continue;
+        if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
+        mask |= e.bit;
+      }
+      if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
+    }
+    return out;
+  }
+}
+
+/** Resets an entry's scratch the first time this transaction touches it. */
+function fresh<S>(e: Entry<S>, gen: number): Entry<S> {
+  if (e.gen !== gen) {
+    e.gen = gen;
+    e.includeHit = false;
+    e.requiredHits = 0;
+    e.excluded = false;
+  }
+  return e;
+}

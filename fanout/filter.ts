@@ -1,0 +1,92 @@
+import bs58 from 'bs58';
+import { streamError, type ListKind, type StreamError } from './errors';
+
+// Compile a request's filter map once, at subscribe time (STYLE habit 8): validate every limit and key here,
+// so matching never meets a bad key and never re-parses base58. A compiled key is the 32 raw bytes as a
+// latin1 string — a cheap, exact hash key for the index (one char per byte, no base58 on the hot path).
+
+export const PUBKEY_LEN = 32;
+
+/** One named filter as the client sent it (base58 strings). */
+export interface FilterSpec {
+  include: readonly string[];
+  exclude: readonly string[];
+  required: readonly string[];
+}
+
+export interface FilterLimits {
+  maxFilters: number;
+  maxKeysPerList: number;
+  maxFilterNameLen: number;
+}
+
+/** The most filters a set can hold: matched filters travel as bits of a 32-bit mask. */
+export const MAX_FILTERS_PER_SET = 32;
+
+export interface CompiledFilter {
+  name: string;
+  /** Position in the set (bit in a match mask). */
+  slot: number;
+  include: string[];
+  exclude: string[];
+  required: string[];
+}
+
+export interface CompiledFilterSet {
+  filters: CompiledFilter[];
+}
+
+export type CompileResult = { ok: true; set: CompiledFilterSet } | { ok: false; error: StreamError };
+
+/** 32 raw bytes → index key. Used for transaction keys too, so both sides agree byte for byte. */
+export function keyString(bytes: Buffer, offset = 0): string {
+  return bytes.toString('latin1', offset, offset + PUBKEY_LEN);
+}
+
+/** Decodes and de-duplicates one list (a repeated key in `required` must not need two hits). */
+function compileList(filter: string, list: ListKind, keys: readonly string[], limits: FilterLimits): string[] | StreamError {
+  if (keys.length > limits.maxKeysPerList) return streamError('tooManyKeys', { filter, list, count: keys.length, max: limits.maxKeysPerList });
+  const out = new Set<string>();
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const bytes = bs58.decodeUnsafe(key);
+    if (bytes === undefined || key.length === 0) {
+      return streamError('invalidPubkey', { filter, list, index: i, key, why: 'not valid base58' });
+    }
+    if (bytes.length !== PUBKEY_LEN) {
+      return streamError('invalidPubkey', { filter, list, index: i, key, why: `decodes to ${bytes.length} bytes, expected ${PUBKEY_LEN}` });
+    }
+    out.add(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1'));
+  }
+  return [...out];
+}
+
+/**
+ * Validates the whole map before anything changes: a bad entry rejects the request (the stream then ends with
+ * INVALID_ARGUMENT), never half of it. Filter order is the request's order, so `filters` lists names stably.
+ */
+export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSpec]>, limits: FilterLimits): CompileResult {
+  const max = Math.min(limits.maxFilters, MAX_FILTERS_PER_SET);
+  if (entries.length > max) return { ok: false, error: streamError('tooManyFilters', { count: entries.length, max }) };
+  const filters: CompiledFilter[] = [];
+  for (const [name, spec] of entries) {
+    if (name.length > limits.maxFilterNameLen) {
+      return { ok: false, error: streamError('filterNameTooLong', { filter: name, length: name.length, max: limits.maxFilterNameLen }) };
+    }
+    const include = compileList(name, 'account_include', spec.include, limits);
+    if (!Array.isArray(include)) return { ok: false, error: include };
+    const exclude = compileList(name, 'account_exclude', spec.exclude, limits);
+    if (!Array.isArray(exclude)) return { ok: false, error: exclude };
+    const required = compileList(name, 'account_required', spec.required, limits);
+    if (!Array.isArray(required)) return { ok: false, error: required };
+    filters.push({ name, slot: filters.length, include, exclude, required });
+  }
+  return { ok: true, set: { filters } };
+}
+
+/** Names of the filters whose bits are set, in set order. */
+export function maskNames(set: CompiledFilterSet, mask: number): string[] {
+  const out: string[] = [];
+  for (const f of set.filters) if ((mask & (1 << f.slot)) !== 0) out.push(f.name);
+  return out;
+}

@@ -1,0 +1,12 @@
+import type { FilterSpec } from './filter';
+
+// A SubscribeRequest as the session reads it: plain data, whatever decoded it. The protobuf adapter lives in
+// request-adapter.ts so sessions and their tests do not depend on generated code.
+
+export interface SubscribeUpdate {
+  /** The `transactions` map in wire order. Empty = "no change" (a map has no presence, so absent looks the same). */
+  filters: Array<readonly [string, FilterSpec]>;
+  /** Present only when the client set it (proto3 optional). */
+  pingId: number | undefined;
+  newSeenSlots: boolean | undefined;
+}

@@ -1,0 +1,123 @@
+import type { Rental } from '../bus/topics/rentals';
+import { streamError, type StreamError, type StreamErrorKind } from './errors';
+import { compileFilters, type CompiledFilterSet, type FilterLimits } from './filter';
+import type { FilterIndex } from './filter-index';
+import type { SubscribeUpdate } from './request';
+import { SubscriberQueue, type QueueLimits, type Sink } from './subscriber-queue';
+import { UpdateRate } from './update-rate';
+
+// One Subscribe stream and the rules of Endpoint A that belong to it:
+//   - a new stream starts empty: no filters, no slots, no replay;
+//   - a non-empty `transactions` map replaces the whole filter set; an empty map changes nothing;
+//   - `new_seen_slots` is independent of the map and sticky (absent keeps the current value);
+//   - no acknowledgement of a filter change; `ping_id` is echoed in a response carrying only that id;
+//   - a bad filter ends the stream with INVALID_ARGUMENT before anything changes;
+//   - more than maxFilterUpdatesPerSec filter updates within a second ends it with RESOURCE_EXHAUSTED
+//     subscribe_rate_limit.
+// "Filter-update message" (the contract's word) is read as a request with a non-empty transactions map: only
+// those change state and cost index work. Pings and slot switches do not count (published clients send a ping
+// timer's worth of them), and an empty map cannot be told from an absent one on the wire.
+
+/** Why a stream ended, for the disconnect counter. */
+export type EndReason = 'client' | 'server_close' | StreamErrorKind;
+
+/** The call as the session drives it; server.ts adapts a grpc-js duplex stream to this. */
+export interface SessionPort extends Sink {
+  /** Ends the RPC: OK without an error, else with the error's status and trailers. Called once. */
+  end(error?: StreamError): void;
+}
+
+export interface SessionOptions {
+  limits: FilterLimits & QueueLimits & { maxFilterUpdatesPerSec: number };
+  index: FilterIndex<Session>;
+  /** Encoded response carrying only this ping_id. */
+  pingResponse: (id: number) => Buffer;
+  now?: () => number;
+  /** A message was handed to the call (`observedAtMs` is NaN for pings and slots). */
+  onWrite?: (bytes: number, observedAtMs: number) => void;
+  /** The session is over (exactly once); the owner forgets it. */
+  onEnd: (s: Session, reason: EndReason) => void;
+}
+
+export class Session {
+  newSeenSlots = false;
+  filters: CompiledFilterSet | null = null;
+  private readonly queue: SubscriberQueue;
+  private readonly rate: UpdateRate;
+  private ended = false;
+
+  constructor(
+    readonly id: number,
+    private readonly port: SessionPort,
+    private readonly opts: SessionOptions,
+    readonly rental?: Rental,
+  ) {
+    this.rate = new UpdateRate(opts.limits.maxFilterUpdatesPerSec);
+    this.queue = new SubscriberQueue(port, opts.limits, {
+      onWrite: opts.onWrite,
+      onOverflow: (o) => this.fail(streamError('slowConsumer', o)),
+    });
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  get queueDepth(): number {
+    return this.queue.depth;
+  }
+
+  get queueBytes(): number {
+    return this.queue.bytes;
+  }
+
+  handle(u: SubscribeUpdate): void {
+    if (this.ended) return;
+    if (u.filters.length > 0) {
+      const now = (this.opts.now ?? Date.now)();
+      if (!this.rate.allow(now)) return this.fail(streamError('subscribeRateLimit', { max: this.opts.limits.maxFilterUpdatesPerSec }));
+      const compiled = compileFilters(u.filters, this.opts.limits);
+      if (!compiled.ok) return this.fail(compiled.error);
+      this.filters = compiled.set;
+      this.opts.index.replace(this, compiled.set);
+    }
+    if (u.newSeenSlots !== undefined) this.newSeenSlots = u.newSeenSlots;
+    if (u.pingId !== undefined) this.send(this.opts.pingResponse(u.pingId));
+  }
+
+  /** Queues an encoded response; `observedAtMs` feeds the end-to-end latency measure. */
+  send(buf: Buffer, observedAtMs = Number.NaN): void {
+    if (!this.ended) this.queue.push(buf, observedAtMs);
+  }
+
+  /** Ends the stream with a registry error. */
+  fail(e: StreamError): void {
+    this.finish(e.kind, e);
+  }
+
+  /** The server is closing: end with the given status (UNAVAILABLE by default). */
+  shutdown(e: StreamError = streamError('shuttingDown', {})): void {
+    this.finish('server_close', e);
+  }
+
+  /** The client went away (cancelled, or half-closed its side): stop, without writing anything. */
+  clientGone(): void {
+    if (this.ended) return;
+    this.release();
+    this.opts.onEnd(this, 'client');
+  }
+
+  private finish(reason: EndReason, e: StreamError): void {
+    if (this.ended) return;
+    this.release();
+    this.port.end(e);
+    this.opts.onEnd(this, reason);
+  }
+
+  private release(): void {
+    this.ended = true;
+    this.queue.close();
+    this.opts.index.remove(this);
+    this.filters = null;
+  }
+}

@@ -1,0 +1,113 @@
+import { readTransaction, type DecodedTxn } from '../txn/decode';
+import type { TxnReason } from '../txn/reasons';
+
+// An entry batch is bincode Vec<Entry> (spec/shreds.md §3):
+//
+//   +0   u64  count
+//   then count × Entry:
+//        u64  num_hashes
+//        [32] hash
+//        u64  tx count
+//        txs  serialized transactions, back to back, NOT length-prefixed (decode one to learn its length)
+//   then zero padding (real producers pad; a testnet block carried ~25 KB of zeros)
+//
+// count = 0 is an empty batch, or (Alpenglow) a block marker: u16 version · u8 kind · u16 length · payload,
+// skipped by its length. Counts are checked against the bytes left before anything is read or allocated.
+
+export const COUNT_SZ = 8;
+const NUM_HASHES_SZ = 8;
+export const HASH_SZ = 32;
+const TX_COUNT_SZ = 8;
+const ENTRY_HEAD_SZ = NUM_HASHES_SZ + HASH_SZ + TX_COUNT_SZ; // 48
+/** 1 sig (compact-u16 + 64) + header 3 + 1 key (1 + 32) + blockhash 32 + 0 instructions (1): the smallest valid tx. */
+export const MIN_TX_SZ = 134;
+const MARKER_HEAD_SZ = 5;
+
+export const ENTRY_REASONS = {
+  truncated: 'the batch ends inside an entry header',
+  bad_entry_count: 'entry count larger than the bytes can hold',
+  bad_tx_count: 'transaction count larger than the bytes can hold',
+  bad_transaction: 'a transaction failed to decode (its length, and so the rest of the batch, is unknown)',
+  bad_marker: 'a block marker runs past the end',
+  trailing_garbage: 'non-zero bytes after the last entry',
+} as const;
+export type EntryReason = keyof typeof ENTRY_REASONS;
+
+export interface Entry {
+  numHashes: bigint;
+  /** View into the batch payload. */
+  hash: Buffer;
+  txs: DecodedTxn[];
+}
+
+export interface BlockMarker {
+  version: number;
+  kind: number;
+  payload: Buffer;
+}
+
+export type BatchDecode =
+  | { ok: true; entries: Entry[]; consumed: number; trailingZeros: number; marker: BlockMarker | null }
+  /** `entries` = the entries decoded completely before the failure (still worth publishing). */
+  | { ok: false; reason: EntryReason; txReason?: TxnReason; at: number; entries: Entry[] };
+
+/** Reads a u64 that must fit below 2^32 (counts); -1 when it does not. */
+function smallU64(b: Buffer, off: number): number {
+  return b.readUInt32LE(off + 4) === 0 ? b.readUInt32LE(off) : -1;
+}
+
+function allZero(b: Buffer, from: number): boolean {
+  for (let i = from; i < b.length; i++) if (b[i] !== 0) return false;
+  return true;
+}
+
+export function decodeEntryBatch(payload: Buffer, slot: bigint): BatchDecode {
+  const entries: Entry[] = [];
+  if (payload.length < COUNT_SZ) return { ok: false, reason: 'truncated', at: 0, entries };
+  const count = smallU64(payload, 0);
+  if (count < 0 || count > (payload.length - COUNT_SZ) / ENTRY_HEAD_SZ) return { ok: false, reason: 'bad_entry_count', at: 0, entries };
+  let off = COUNT_SZ;
+  let marker: BlockMarker | null = null;
+  if (count === 0 && !allZero(payload, off)) {
+    if (payload.length - off < MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries };
+    const len = payload.readUInt16LE(off + 3);
+    if (len > payload.length - off - MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries };
+    marker = { version: payload.readUInt16LE(off), kind: payload[off + 2]!, payload: payload.subarray(off + MARKER_HEAD_SZ, off + MARKER_HEAD_SZ + len) };
+    off += MARKER_HEAD_SZ + len;
+  }
+  for (let e = 0; e < count; e++) {
+    if (payload.length - off < ENTRY_HEAD_SZ) return { ok: false, reason: 'truncated', at: off, entries };
+    const numHashes = payload.readBigUInt64LE(off);
+    const hash = payload.subarray(off + NUM_HASHES_SZ, off + NUM_HASHES_SZ + HASH_SZ);
+    const txCount = smallU64(payload, off + NUM_HASHES_SZ + HASH_SZ);
+    off += ENTRY_HEAD_SZ;
+    if (txCount < 0 || txCount > (payload.length - off) / MIN_TX_SZ) return { ok: false, reason: 'bad_tx_count', at: off - TX_COUNT_SZ, entries };
+    const txs = new Array<DecodedTxn>(txCount);
+    for (let t = 0; t < txCount; t++) {
+      const r = readTransaction(payload, off, slot);
+      if (!r.ok) return { ok: false, reason: 'bad_transaction', txReason: r.reason, at: off, entries };
+      txs[t] = r;
+      off += r.wireLen;
+    }
+    entries.push({ numHashes, hash, txs });
+  }
+  if (!allZero(payload, off)) return { ok: false, reason: 'trailing_garbage', at: off, entries };
+  return { ok: true, entries, consumed: off, trailingZeros: payload.length - off, marker };
+}
+
+/** The encoder of the pair: bincode Vec<Entry> from raw transaction bytes (tests, bench, shredder input). */
+export function encodeEntryBatch(entries: Array<{ numHashes: bigint; hash: Buffer; txs: Buffer[] }>): Buffer {
+  const parts: Buffer[] = [];
+  const count = Buffer.alloc(COUNT_SZ);
+  count.writeBigUInt64LE(BigInt(entries.length));
+  parts.push(count);
+  for (const e of entries) {
+    if (e.hash.length !== HASH_SZ) throw new RangeError('entry hash must be 32 bytes');
+    const head = Buffer.alloc(ENTRY_HEAD_SZ);
+    head.writeBigUInt64LE(e.numHashes, 0);
+    e.hash.copy(head, NUM_HASHES_SZ);
+    head.writeBigUInt64LE(BigInt(e.txs.length), NUM_HASHES_SZ + HASH_SZ);
+    parts.push(head, ...e.txs);
+  }
+  return Buffer.concat(parts);
+}

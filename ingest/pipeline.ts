@@ -1,0 +1,199 @@
+import { Counter, type Registry } from '../infra/metrics';
+import type { Log } from '../infra/log';
+import { decodeEntryBatch, ENTRY_REASONS, type BatchDecode, type Entry, type EntryReason } from './entry/entries';
+import { BatchReassembler, type EntryBatch } from './entry/reassembler';
+import { PARSE_REJECTS, type DropReason } from './shred/drop-reasons';
+import { FecResolver } from './shred/fec-resolver';
+import { VARIANT_OFF } from './shred/layout';
+import type { LeaderKeys } from './shred/leader-keys';
+import type { DecodedTxn } from './txn/decode';
+import { TXN_REASON_CODES, type TxnReason } from './txn/reasons';
+
+// The packet pipeline, with no I/O: push(packet) → parse + FEC resolver (dedupe, proof, leader signature,
+// Reed–Solomon) → batch reassembly → entry decode → sink. The sink publishes (publish-sink.ts) or collects
+// (the decode CLI). push() never throws: anything unexpected is counted as 'internal' and logged at a
+// rate-limited warn, and every stage bounds its own state, so hostile input costs counters, not memory.
+
+export interface BatchOutput {
+  batch: EntryBatch;
+  decode: BatchDecode;
+  /** The entries decoded completely (all of them when decode.ok). */
+  entries: Entry[];
+  /** Their transactions, flattened in order. */
+  txs: DecodedTxn[];
+}
+
+export interface PipelineSink {
+  /** Called synchronously from push() for each reassembled batch; empty batches too. */
+  batch(out: BatchOutput): void;
+  /** A slot's first verified shred (spec/shreds.md §4). */
+  slot(slot: bigint, firstSeenMs: number): void;
+}
+
+export interface PipelineOptions {
+  sink: PipelineSink;
+  /** null = accept any shred_version. */
+  shredVersion?: number | null;
+  /** null = no leader signature check. */
+  leaders?: LeaderKeys | null;
+  slotWindow?: number;
+  maxPendingSets?: number;
+  /** Counters go here as meridian_ingest_* series (the process registry in production; none in tests). */
+  registry?: Registry;
+  log?: Log;
+  warnEveryMs?: number;
+}
+
+const VARIANTS = ['0x96', '0xb6', '0x66', '0x76'] as const;
+type VariantName = (typeof VARIANTS)[number];
+const PARSE_REJECT_SET: ReadonlySet<string> = new Set(PARSE_REJECTS);
+const BATCH_REASONS = Object.keys(ENTRY_REASONS) as EntryReason[];
+
+export interface PipelineStats {
+  packets: number;
+  shreds: Record<VariantName, number>;
+  drops: Record<DropReason | 'internal', number>;
+  setsCompleted: number;
+  setsRecovered: number;
+  shredsRecovered: number;
+  equivocations: number;
+  duplicates: number;
+  slots: number;
+  batches: number;
+  batchesInvalid: Record<EntryReason, number>;
+  batchesInferredStart: number;
+  batchesAbandoned: number;
+  entries: number;
+  transactions: number;
+  transactionsInvalid: Record<TxnReason, number>;
+}
+
+function counters<K extends string>(keys: readonly K[], make: (k: K) => Counter): Record<K, Counter> {
+  const out: Partial<Record<K, Counter>> = {};
+  for (const k of keys) out[k] = make(k);
+  return out as Record<K, Counter>;
+}
+
+function values<K extends string>(c: Record<K, Counter>): Record<K, number> {
+  const out: Partial<Record<K, number>> = {};
+  for (const k of Object.keys(c) as K[]) out[k] = c[k].value;
+  return out as Record<K, number>;
+}
+
+export class Pipeline {
+  private readonly resolver: FecResolver;
+  private readonly reassembler: BatchReassembler<BatchDecode>;
+  private readonly sink: PipelineSink;
+  private readonly log: Log | undefined;
+  private readonly warnEveryMs: number;
+  private lastWarnMs = -Infinity;
+  private readonly c;
+
+  constructor(opts: PipelineOptions) {
+    const r = opts.registry;
+    const counter = (name: string, help: string, labels?: Record<string, string>): Counter => (r === undefined ? new Counter(labels) : r.counter(name, help, labels));
+    this.c = {
+      packets: counter('meridian_ingest_packets_total', 'UDP payloads pushed into the pipeline'),
+      shreds: counters(VARIANTS, (v) => counter('meridian_ingest_shreds_total', 'Parsed shreds by variant', { variant: v })),
+      internal: counter('meridian_ingest_internal_errors_total', 'Packets that hit an unexpected error (bug guard)'),
+      batches: counter('meridian_ingest_batches_total', 'Entry batches reassembled'),
+      batchesInvalid: counters(BATCH_REASONS, (k) => counter('meridian_ingest_batches_invalid_total', 'Entry batches that failed to decode, by reason', { reason: k })),
+      entries: counter('meridian_ingest_entries_total', 'Entries decoded'),
+      transactions: counter('meridian_ingest_transactions_total', 'Transactions decoded'),
+      txInvalid: counters(TXN_REASON_CODES, (k) => counter('meridian_ingest_transactions_invalid_total', 'Transactions that failed to decode, by reason', { reason: k })),
+    };
+    this.sink = opts.sink;
+    this.log = opts.log;
+    this.warnEveryMs = opts.warnEveryMs ?? 10_000;
+    const slotWindow = opts.slotWindow ?? 512;
+    this.resolver = new FecResolver({
+      leaders: opts.leaders ?? null,
+      shredVersion: opts.shredVersion ?? null,
+      slotWindow,
+      registry: r,
+      onNewSlot: (slot, ms) => this.sink.slot(slot, ms),
+    });
+    this.reassembler = new BatchReassembler<BatchDecode>({ slotWindow, maxPendingSets: opts.maxPendingSets, decode: decodeEntryBatch });
+  }
+
+  push(packet: Buffer, arrivalMs: number): void {
+    this.c.packets.inc();
+    try {
+      const out = this.resolver.push(packet, arrivalMs);
+      if (out.kind === 'rejected' && PARSE_REJECT_SET.has(out.reason)) return;
+      this.countVariant(packet[VARIANT_OFF]!);
+      if (out.kind === 'completes') {
+        for (const r of this.reassembler.push(out.set)) this.emit(r.batch, r.decoded);
+      } else if (out.kind === 'equivocation') {
+        this.warn({ slot: out.slot, fecSetIndex: out.fecSetIndex }, 'equivocation: a second signed root for an FEC set');
+      }
+    } catch (e) {
+      this.c.internal.inc();
+      this.warn({ err: e, internalErrors: this.c.internal.value }, 'ingest pipeline: unexpected error; packet dropped');
+    }
+  }
+
+  private countVariant(v: number): void {
+    // Parsed shreds are one of the four live variants (depth 6); anything else was rejected by the parser.
+    if (v === 0x96) this.c.shreds['0x96'].inc();
+    else if (v === 0xb6) this.c.shreds['0xb6'].inc();
+    else if (v === 0x66) this.c.shreds['0x66'].inc();
+    else if (v === 0x76) this.c.shreds['0x76'].inc();
+  }
+
+  private emit(batch: EntryBatch, decode: BatchDecode): void {
+    this.c.batches.inc();
+    const entries = decode.entries;
+    if (!decode.ok) {
+      this.c.batchesInvalid[decode.reason].inc();
+      if (decode.txReason !== undefined) this.c.txInvalid[decode.txReason].inc();
+    }
+    const txs: DecodedTxn[] = [];
+    for (const e of entries) for (const t of e.txs) txs.push(t);
+    this.c.entries.inc(entries.length);
+    this.c.transactions.inc(txs.length);
+    this.sink.batch({ batch, decode, entries, txs });
+  }
+
+  private warn(obj: Record<string, unknown>, msg: string): void {
+    const t = Date.now();
+    if (t - this.lastWarnMs < this.warnEveryMs) return;
+    this.lastWarnMs = t;
+    this.log?.warn(obj, msg);
+  }
+
+  stats(): PipelineStats {
+    const rs = this.resolver.stats();
+    const as = this.reassembler.stats;
+    return {
+      packets: this.c.packets.value,
+      shreds: values(this.c.shreds),
+      drops: { ...rs.dropped, internal: this.c.internal.value },
+      setsCompleted: rs.completedSets,
+      setsRecovered: rs.recoveredSets,
+      shredsRecovered: rs.recoveredShreds,
+      equivocations: rs.equivocations,
+      duplicates: rs.duplicates,
+      slots: rs.newSlots,
+      batches: this.c.batches.value,
+      batchesInvalid: values(this.c.batchesInvalid),
+      batchesInferredStart: as.batchesInferredStart,
+      batchesAbandoned: as.abandonedBatches,
+      entries: this.c.entries.value,
+      transactions: this.c.transactions.value,
+      transactionsInvalid: values(this.c.txInvalid),
+    };
+  }
+
+  /** State sizes, for bounds checks (fuzz tests) and gauges. */
+  sizes(): { inProgressSets: number; completedSetsHeld: number; reassemblySlots: number; pendingSets: number } {
+    const rs = this.resolver.stats();
+    const a = this.reassembler.sizes();
+    return { inProgressSets: rs.inProgressSets, completedSetsHeld: rs.completedSetsHeld, reassemblySlots: a.slots, pendingSets: a.pendingSets };
+  }
+}
+
+/** Epoch milliseconds with sub-ms precision, on the monotonic clock (arrival and publish times share it). */
+export function nowMs(): number {
+  return performance.timeOrigin + performance.now();
+}

@@ -1,0 +1,226 @@
+// FecResolver: parsed shreds in, named outcomes out (rejected / ignored / okay / completes / equivocation),
+// one FEC set (slot, fec_set_index) at a time.
+//
+// Per shred, in order:
+//   1. slot window around the highest slot that completed a set (none until the first completion);
+//   2. the set's state: none → the shred opens it: fold its proof to a root and verify the leader's signature
+//      over that root (the one ed25519 verify per set); only then does the set (and a new slot) exist;
+//   3. same position already held → duplicate if equal apart from the retransmitter signature, else a conflict;
+//   4. other signature bytes than the set's → a conflict;
+//   5. Merkle climb to the set's proven nodes (merkle.ts) → stored; the 32nd distinct shard completes the set.
+// A conflict folds the shred's own root: a second root carrying a valid leader signature (any root, with the
+// check off) is equivocation — flagged and counted, the first root kept; anything else is a forgery.
+//
+// Memory is bounded three ways: in-progress sets are capped (oldest evicted), completed sets keep ~200 bytes
+// and are capped too, and both are dropped when their slot falls below the window.
+//
+// Buffers: the resolver keeps references to accepted packets until their set completes or is evicted, and
+// the CompletedFecSet's payloads are views into them. Callers must not reuse a packet's memory.
+
+import type { Registry } from '../../infra/metrics';
+import type { CompletedFecSet } from '../fec-set';
+import { DROP_REASONS, type DropReason } from './drop-reasons';
+import { completeSet } from './complete-set';
+import { verifyEd25519 } from './ed25519';
+import { FecSetState, sameShred } from './fec-set-state';
+import { DATA_SHREDS_PER_SET, SIGNATURE_SZ } from './layout';
+import type { LeaderKeys } from './leader-keys';
+import { VerifiedTree, foldProof, leafHash } from './merkle';
+import { parseShred, type ShredView } from './parse';
+import { ResolverCounters, type FecResolverStats } from './resolver-stats';
+
+export type ResolveOutcome =
+  | { readonly kind: 'rejected'; readonly reason: DropReason }
+  | { readonly kind: 'ignored'; readonly why: 'duplicate' | 'completed' }
+  | { readonly kind: 'okay' }
+  | { readonly kind: 'completes'; readonly set: CompletedFecSet }
+  | { readonly kind: 'equivocation'; readonly slot: number; readonly fecSetIndex: number };
+
+export interface FecResolverOptions {
+  /** Leader schedule; null/absent = no signature check ('off' mode). */
+  leaders?: LeaderKeys | null;
+  /** For push(): the cluster's shred_version; null/absent = any. */
+  shredVersion?: number | null;
+  /** Slots kept each side of the highest completed slot (default 512). */
+  slotWindow?: number;
+  maxInProgressSets?: number;
+  maxCompletedSets?: number;
+  registry?: Registry;
+  /** The first verified shred of a slot not seen before (spec/shreds.md §4). */
+  onNewSlot?: (slot: bigint, firstSeenMs: number) => void;
+}
+
+// Outcomes without a payload are shared constants: nothing is allocated for the common cases.
+const OKAY: ResolveOutcome = Object.freeze({ kind: 'okay' });
+const DUPLICATE: ResolveOutcome = Object.freeze({ kind: 'ignored', why: 'duplicate' });
+const LATE: ResolveOutcome = Object.freeze({ kind: 'ignored', why: 'completed' });
+const REJECTED = Object.fromEntries(DROP_REASONS.map((reason) => [reason, Object.freeze({ kind: 'rejected', reason })])) as Record<DropReason, ResolveOutcome>;
+
+export class FecResolver {
+  private readonly leaders: LeaderKeys | null;
+  private readonly shredVersion: number | null;
+  private readonly window: number;
+  private readonly maxActive: number;
+  private readonly maxDone: number;
+  private readonly onNewSlot: ((slot: bigint, firstSeenMs: number) => void) | undefined;
+  private readonly counters: ResolverCounters;
+  private readonly slots = new Map<number, Map<number, FecSetState>>();
+  /** Insertion order = age: the first entry is the one evicted. */
+  private readonly active = new Set<FecSetState>();
+  private readonly done = new Set<FecSetState>();
+  private readonly seenSlots = new Set<number>();
+  private highest = -1;
+
+  constructor(opts: FecResolverOptions = {}) {
+    this.leaders = opts.leaders ?? null;
+    this.shredVersion = opts.shredVersion ?? null;
+    this.window = opts.slotWindow ?? 512;
+    this.maxActive = opts.maxInProgressSets ?? 1024;
+    this.maxDone = opts.maxCompletedSets ?? 16_384;
+    this.onNewSlot = opts.onNewSlot;
+    this.counters = new ResolverCounters(opts.registry);
+  }
+
+  /** Parses then adds one packet; parse rejects are counted here too. */
+  push(packet: Buffer, nowMs: number): ResolveOutcome {
+    const v = parseShred(packet, this.shredVersion);
+    if (typeof v === 'string') {
+      this.counters.plain.shreds.inc();
+      return this.reject(v);
+    }
+    return this.add(v, nowMs);
+  }
+
+  add(v: ShredView, nowMs: number): ResolveOutcome {
+    this.counters.plain.shreds.inc();
+    if (this.highest >= 0 && (v.slot + this.window < this.highest || v.slot > this.highest + this.window)) return this.reject('slot_window');
+    const st = this.slots.get(v.slot)?.get(v.fecSetIndex);
+    if (st === undefined) return this.open(v, nowMs);
+    if (st.done) {
+      if (!st.signedAlike(v.buf)) return this.conflict(st, v);
+      st.mark(v.leafIndex); // bookkeeping only: late shreds are not verified (see seen())
+      this.counters.plain.lateForCompleted.inc();
+      return LATE;
+    }
+    const held = st.shreds![v.leafIndex];
+    if (held !== undefined) {
+      if (sameShred(held, v)) {
+        this.counters.plain.duplicates.inc();
+        return DUPLICATE;
+      }
+      return this.conflict(st, v);
+    }
+    if (!st.signedAlike(v.buf)) return this.conflict(st, v);
+    const proofOff = v.layout.proofOff;
+    if (!st.tree!.check(leafHash(v.buf, proofOff), v.leafIndex, v.buf, proofOff)) return this.reject('merkle_proof');
+    this.counters.plain.accepted.inc();
+    return st.accept(v) >= DATA_SHREDS_PER_SET ? this.complete(st, nowMs) : OKAY;
+  }
+
+  /** Distinct positions seen for a set (after completion: those carrying its signature, not re-verified). */
+  seen(slot: number, fecSetIndex: number): { dataPresent: number; codePresent: number; completed: boolean } | undefined {
+    const st = this.slots.get(slot)?.get(fecSetIndex);
+    return st === undefined ? undefined : { dataPresent: st.dataPresent(), codePresent: st.codePresent(), completed: st.done };
+  }
+
+  stats(): FecResolverStats & { inProgressSets: number; completedSetsHeld: number; highestCompletedSlot: number } {
+    return { ...this.counters.snapshot(), inProgressSets: this.active.size, completedSetsHeld: this.done.size, highestCompletedSlot: this.highest };
+  }
+
+  private reject(reason: DropReason): ResolveOutcome {
+    this.counters.dropped[reason].inc();
+    return REJECTED[reason];
+  }
+
+  /** null = fine (or no check); otherwise the drop reason. */
+  private checkLeader(slot: number, root: Buffer, packet: Buffer, key = this.leaders?.leaderFor(slot) ?? null): DropReason | null {
+    if (key === null) return null;
+    if (key === 'unknown') return 'leader_unknown';
+    return verifyEd25519(key, root, packet.subarray(0, SIGNATURE_SZ)) ? null : 'signature';
+  }
+
+  private open(v: ShredView, nowMs: number): ResolveOutcome {
+    // Ask for the leader before hashing: an unknown leader costs nothing.
+    const key = this.leaders?.leaderFor(v.slot) ?? null;
+    if (key === 'unknown') return this.reject('leader_unknown');
+    const tree = new VerifiedTree();
+    const root = tree.plant(leafHash(v.buf, v.layout.proofOff), v.leafIndex, v.buf, v.layout.proofOff);
+    const bad = this.checkLeader(v.slot, root, v.buf, key);
+    if (bad !== null) return this.reject(bad);
+
+    const st = new FecSetState(v.slot, v.fecSetIndex, Buffer.from(v.buf.subarray(0, SIGNATURE_SZ)), root, v.resigned, nowMs, tree);
+    let sets = this.slots.get(v.slot);
+    if (sets === undefined) {
+      sets = new Map();
+      this.slots.set(v.slot, sets);
+    }
+    sets.set(v.fecSetIndex, st);
+    this.active.add(st);
+    if (this.active.size > this.maxActive) this.evict(this.active.values().next().value!, true);
+    st.accept(v);
+    this.counters.plain.accepted.inc();
+    if (!this.seenSlots.has(v.slot)) {
+      this.seenSlots.add(v.slot);
+      // Before any set completes there is no window to prune by; cap the set instead.
+      if (this.seenSlots.size > 4 * this.window + 64) this.seenSlots.delete(this.seenSlots.values().next().value!);
+      this.counters.plain.newSlots.inc();
+      this.onNewSlot?.(BigInt(v.slot), nowMs);
+    }
+    return OKAY;
+  }
+
+  private conflict(st: FecSetState, v: ShredView): ResolveOutcome {
+    const proofOff = v.layout.proofOff;
+    const root = foldProof(leafHash(v.buf, proofOff), v.leafIndex, v.buf, proofOff);
+    if (root.equals(st.root)) return this.reject(st.signedAlike(v.buf) ? 'conflict' : 'signature');
+    // A second root already proven for this set, with the same signature bytes, needs no second verify.
+    const sig = v.buf.subarray(0, SIGNATURE_SZ);
+    if (st.conflictRoot === null || !st.conflictRoot.equals(root) || st.conflictSignature === null || !st.conflictSignature.equals(sig)) {
+      const bad = this.checkLeader(v.slot, root, v.buf);
+      if (bad !== null) return this.reject(bad);
+      st.conflictRoot = root;
+      st.conflictSignature = Buffer.from(sig);
+    }
+    this.counters.plain.equivocations.inc();
+    return { kind: 'equivocation', slot: st.slot, fecSetIndex: st.fecSetIndex };
+  }
+
+  private complete(st: FecSetState, nowMs: number): ResolveOutcome {
+    const set = completeSet(st, nowMs);
+    this.active.delete(st);
+    st.release();
+    this.done.add(st);
+    if (this.done.size > this.maxDone) this.evict(this.done.values().next().value!, false);
+    if (typeof set === 'string') return this.reject(set);
+    this.counters.plain.completedSets.inc();
+    if (set.recoveredData > 0) {
+      this.counters.plain.recoveredSets.inc();
+      this.counters.plain.recoveredShreds.inc(set.recoveredData);
+    }
+    if (st.slot > this.highest) this.advance(st.slot);
+    return { kind: 'completes', set };
+  }
+
+  private evict(st: FecSetState, unfinished: boolean): void {
+    (st.done ? this.done : this.active).delete(st);
+    const sets = this.slots.get(st.slot);
+    if (sets !== undefined && sets.get(st.fecSetIndex) === st) {
+      sets.delete(st.fecSetIndex);
+      if (sets.size === 0) this.slots.delete(st.slot);
+    }
+    if (unfinished) this.counters.plain.evictedSets.inc();
+  }
+
+  /** The window moves with the highest completed slot; everything below it goes. */
+  private advance(slot: number): void {
+    const low = slot - this.window;
+    const prevLow = this.highest - this.window;
+    this.highest = slot;
+    if (low <= prevLow) return;
+    for (const [s, sets] of this.slots) {
+      if (s >= low) continue;
+      for (const st of sets.values()) this.evict(st, !st.done);
+    }
+    for (const s of this.seenSlots) if (s < low) this.seenSlots.delete(s);
+  }
+}

@@ -1,0 +1,122 @@
+import dgram from 'node:dgram';
+import net from 'node:net';
+import type { Log } from '../infra/log';
+
+// The socket side of ingest. Each datagram is stamped on arrival and queued; a drain step hands up to
+// DRAIN_SLICE packets to the pipeline per event-loop turn, so produce acknowledgements and timers keep
+// running under a flood. The queue is bounded (queuePackets): beyond it packets are dropped and counted
+// here, where the loss is visible, rather than silently in the kernel. SO_RCVBUF is raised as configured;
+// the kernel caps it at net.core.rmem_max (Linux reports double the granted size), so the effective size is
+// reported and a shortfall is logged.
+
+const DRAIN_SLICE = 512;
+
+export type PacketHandler = (packet: Buffer, arrivalMs: number) => void;
+
+export interface UdpReceiverOptions {
+  host: string;
+  port: number;
+  recvBufferBytes: number;
+  queuePackets: number;
+  log?: Log;
+  now?: () => number;
+}
+
+export interface UdpReceiverStats {
+  received: number;
+  queueDrops: number;
+  queued: number;
+}
+
+export interface UdpReceiver {
+  readonly address: { host: string; port: number };
+  /** SO_RCVBUF as the kernel reports it after the request (0 when it could not be read). */
+  readonly recvBufferBytes: number;
+  stats(): UdpReceiverStats;
+  /** Stops receiving; packets already queued are still handed over before it resolves. */
+  close(): Promise<void>;
+}
+
+export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketHandler): Promise<UdpReceiver> {
+  const now = opts.now ?? (() => performance.timeOrigin + performance.now());
+  const socket = dgram.createSocket({ type: net.isIPv6(opts.host) ? 'udp6' : 'udp4' });
+  // A ring of packets and arrival times.
+  const cap = opts.queuePackets;
+  const packets = new Array<Buffer | undefined>(cap);
+  const times = new Float64Array(cap);
+  let head = 0;
+  let size = 0;
+  let received = 0;
+  let queueDrops = 0;
+  let scheduled = false;
+  let closed = false;
+  let drained: (() => void) | null = null;
+
+  const drain = (): void => {
+    scheduled = false;
+    for (let n = 0; n < DRAIN_SLICE && size > 0; n++) {
+      const p = packets[head]!;
+      const t = times[head]!;
+      packets[head] = undefined;
+      head = (head + 1) % cap;
+      size--;
+      handle(p, t); // the pipeline never throws
+    }
+    if (size > 0) schedule();
+    else if (drained !== null) drained();
+  };
+  const schedule = (): void => {
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(drain);
+    }
+  };
+
+  socket.on('message', (msg) => {
+    received++;
+    if (size >= cap) {
+      queueDrops++;
+      return;
+    }
+    const i = (head + size) % cap;
+    packets[i] = msg;
+    times[i] = now();
+    size++;
+    schedule();
+  });
+  socket.on('error', (err) => opts.log?.warn({ err }, 'ingest UDP socket error'));
+
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(opts.port, opts.host, () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+
+  let effective = 0;
+  try {
+    if (opts.recvBufferBytes > 0) socket.setRecvBufferSize(opts.recvBufferBytes);
+    effective = socket.getRecvBufferSize();
+  } catch (e) {
+    opts.log?.warn({ err: e }, 'could not set SO_RCVBUF');
+  }
+  const a = socket.address();
+  opts.log?.info({ host: a.address, port: a.port, recvBufferRequested: opts.recvBufferBytes, recvBufferEffective: effective }, 'ingest listening (UDP)');
+  // Linux grants min(request, rmem_max) and reports twice that.
+  if (opts.recvBufferBytes > 0 && effective > 0 && effective < opts.recvBufferBytes) {
+    opts.log?.warn({ requested: opts.recvBufferBytes, effective }, 'SO_RCVBUF capped by the kernel; raise net.core.rmem_max to absorb bursts');
+  }
+
+  return {
+    address: { host: a.address, port: a.port },
+    recvBufferBytes: effective,
+    stats: () => ({ received, queueDrops, queued: size }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await new Promise<void>((r) => socket.close(() => r()));
+      if (size > 0) await new Promise<void>((r) => (drained = r));
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import type { Bus } from '../bus/bus';
+import { metrics, type Gauge, type Histogram, type Registry } from '../infra/metrics';
+import type { Log } from '../infra/log';
+import type { IngestConfig } from './config';
+import { leaderKeysFor, type RpcCall } from './leader-schedule';
+import { Pipeline, type PipelineStats } from './pipeline';
+import { DEFAULT_TOPICS, publishSink, type IngestTopics } from './publish-sink';
+import { Publisher, type PublisherStats } from './publisher';
+import { startUdpReceiver, type UdpReceiver, type UdpReceiverStats } from './udp-receiver';
+
+// `meridian start`'s ingest: UDP socket → Pipeline → Publisher → bus. Wiring only; each part bounds itself.
+
+/** How long start waits for a first leader schedule before listening anyway (shreds meanwhile: leader_unknown). */
+const LEADER_WARMUP_MS = 5000;
+
+export interface IngestStats {
+  receiver: UdpReceiverStats;
+  pipeline: PipelineStats;
+  publisher: PublisherStats;
+  sizes: ReturnType<Pipeline['sizes']>;
+}
+
+export interface RunningIngest {
+  address: { host: string; port: number };
+  recvBufferBytes: number;
+  stats(): IngestStats;
+  close(): Promise<void>;
+}
+
+export interface IngestExtras {
+  /** Topic names (tests on a shared broker use their own). */
+  topics?: IngestTopics;
+  /** Defaults to the process registry; tests pass their own to keep runs apart. */
+  registry?: Registry;
+  /** JSON-RPC transport for leader mode rpc (tests). */
+  rpc?: RpcCall;
+}
+
+export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras: IngestExtras = {}): Promise<RunningIngest> {
+  const registry = extras.registry ?? metrics;
+  const leaders = leaderKeysFor(cfg.leader, log, extras.rpc);
+  let warmup: NodeJS.Timeout | undefined;
+  await Promise.race([leaders.ready, new Promise<void>((r) => (warmup = setTimeout(r, LEADER_WARMUP_MS)))]);
+  clearTimeout(warmup);
+
+  const latency: Histogram = registry.histogram('meridian_ingest_publish_latency_ms', 'Last set of a batch completed → its produce resolved');
+  const publisher = new Publisher(bus, { maxItems: cfg.publishQueueBatches, log });
+  const pipeline = new Pipeline({
+    sink: publishSink(publisher, { topics: extras.topics ?? DEFAULT_TOPICS, onLatency: (ms) => latency.observe(ms) }),
+    shredVersion: cfg.shredVersion,
+    leaders,
+    slotWindow: cfg.slotWindow,
+    registry,
+    log,
+  });
+  let receiver: UdpReceiver;
+  try {
+    receiver = await startUdpReceiver(
+      { host: cfg.host, port: cfg.port, recvBufferBytes: cfg.recvBufferBytes, queuePackets: cfg.queuePackets, log },
+      (packet, arrivalMs) => pipeline.push(packet, arrivalMs),
+    );
+  } catch (e) {
+    leaders.close();
+    throw e;
+  }
+  const rx = receiver;
+  const gauges: Gauge[] = [
+    registry.gauge('meridian_ingest_publish_queue_batches', 'Batches waiting to be produced', undefined, () => publisher.length),
+    registry.gauge('meridian_ingest_publish_queue_drops', 'Batches dropped because the publish queue was full', undefined, () => publisher.stats().queueDrops),
+    registry.gauge('meridian_ingest_udp_queue_packets', 'Packets waiting between the socket and the pipeline', undefined, () => rx.stats().queued),
+    registry.gauge('meridian_ingest_udp_queue_drops', 'Packets dropped because the receive queue was full', undefined, () => rx.stats().queueDrops),
+    registry.gauge('meridian_ingest_udp_recv_buffer_bytes', 'SO_RCVBUF as reported by the kernel', undefined, () => rx.recvBufferBytes),
+  ];
+  let closing: Promise<void> | null = null;
+  return {
+    address: rx.address,
+    recvBufferBytes: rx.recvBufferBytes,
+    stats: () => ({ receiver: rx.stats(), pipeline: pipeline.stats(), publisher: publisher.stats(), sizes: pipeline.sizes() }),
+    close() {
+      closing ??= (async () => {
+        await rx.close(); // hands over what is queued
+        await publisher.close();
+        leaders.close();
+        for (const g of gauges) registry.remove(g);
+        registry.remove(latency);
+        log.info({ stats: { packets: pipeline.stats().packets, publisher: publisher.stats() } }, 'ingest stopped');
+      })();
+      return closing;
+    },
+  };
+}

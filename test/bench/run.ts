@@ -1,0 +1,67 @@
+import path from 'node:path';
+import { mochaHooks } from '../support/global-fixtures';
+import { formatResults, type BenchResult } from './stats';
+
+// `npm run bench`: every bench module present, one after another (they share two cores; running them in
+// parallel would measure the contention). A module that is not there yet is skipped with a note; a bench that
+// throws is reported and makes the exit code 1, the others still run. Whatever a bench started (the Kafka
+// broker) is stopped through the run-end hooks the tests use.
+
+interface BenchModule {
+  file: string;
+  title: string;
+  entry: string;
+}
+
+const BENCHES: BenchModule[] = [
+  { file: './bus', title: 'bus', entry: 'benchBus' },
+  { file: './ingest', title: 'ingest', entry: 'benchIngest' },
+  { file: './fanout', title: 'fanout', entry: 'benchFanout' },
+];
+
+/** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */
+function load(b: BenchModule): (() => Promise<BenchResult[]>) | null {
+  let resolved: string;
+  try {
+    resolved = require.resolve(path.join(__dirname, b.file));
+  } catch {
+    return null;
+  }
+  const mod = require(resolved) as Record<string, unknown>;
+  const fn = mod[b.entry];
+  if (typeof fn !== 'function') throw new Error(`${b.file} does not export ${b.entry}()`);
+  return fn as () => Promise<BenchResult[]>;
+}
+
+async function main(): Promise<number> {
+  let failed = 0;
+  const started = performance.now();
+  for (const b of BENCHES) {
+    const t0 = performance.now();
+    try {
+      const fn = load(b);
+      if (fn === null) {
+        console.log(`== ${b.title} ==\n  skipped: test/bench/${b.file.slice(2)} is not there yet\n`);
+        continue;
+      }
+      const results = await fn();
+      console.log(`${formatResults(b.title, results)}\n  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
+    } catch (e) {
+      failed++;
+      console.log(`== ${b.title} ==\n  FAILED: ${(e as Error).stack ?? String(e)}\n`);
+    }
+  }
+  console.log(`benches done in ${((performance.now() - started) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} failed` : ''}`);
+  return failed > 0 ? 1 : 0;
+}
+
+void (async () => {
+  let code = 1;
+  try {
+    code = await main();
+  } finally {
+    await mochaHooks.afterAll().catch((e: unknown) => console.error('stopping bench resources failed:', e));
+  }
+  // kafkajs and friends may leave sockets and timers behind; the run is over, so do not wait for them.
+  process.exit(code);
+})();

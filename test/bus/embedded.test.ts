@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import type { BusMessage } from '../../bus/bus';
+import { foldLatest } from '../../bus/compacted';
+import { EmbeddedBus, type EmbeddedBusOptions } from '../../bus/embedded';
+import { murmur2, partitionForKey } from '../../bus/murmur2';
+import { createLogger } from '../../infra/log';
+import { Collector, runBusContract, uniqueName, waitFor } from './contract';
+
+/** A logger whose lines are kept (handler failures are logged; the tests read them instead of the console). */
+function quietLog(): { log: ReturnType<typeof createLogger>; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l.length > 0));
+      cb();
+    },
+  });
+  return { log: createLogger({ destination, level: 'info' }), lines };
+}
+
+function bus(opts: EmbeddedBusOptions = {}): EmbeddedBus {
+  return new EmbeddedBus({ log: quietLog().log, ...opts });
+}
+
+function values(n: number, prefix = 'v', size = 0): Array<{ key: Buffer; value: Buffer }> {
+  return Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i % 7}`), value: Buffer.from(`${prefix}${i}`.padEnd(size, '.')) }));
+}
+
+runBusContract('embedded', async () => {
+  const b = bus();
+  return { bus: b, cleanup: () => b.close() };
+});
+
+describe('EmbeddedBus', () => {
+  const buses: EmbeddedBus[] = [];
+  function make(opts: EmbeddedBusOptions = {}): EmbeddedBus {
+    const b = bus(opts);
+    buses.push(b);
+    return b;
+  }
+  afterEach(async () => {
+    await Promise.all(buses.splice(0).map((b) => b.close()));
+  });
+
+  it("partitions keys with Kafka's murmur2 (UtilsTest vectors)", () => {
+    const cases: Array<[string, number]> = [
+      ['21', -973932308],
+      ['foobar', -790332482],
+      ['a-little-bit-long-string', -985981536],
+      ['a-little-bit-longer-string', -1486304829],
+      ['lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8', -58897971],
+      ['abc', 479470107],
+      ['', 275646681],
+    ];
+    assert.deepEqual(cases.map(([s]) => murmur2(Buffer.from(s))), cases.map(([, h]) => h));
+    // toPositive(-790332482) % 7 — the mask, not Math.abs, decides for negative hashes.
+    assert.equal(partitionForKey(Buffer.from('foobar'), 7), (-790332482 & 0x7fffffff) % 7);
+  });
+
+  it('bounds a partition by message count; a reader that fell behind skips ahead and the skip is counted', async () => {
+    const { log, lines } = quietLog();
+    const b = make({ maxMessagesPerPartition: 100, log });
+    await b.createTopics([{ name: 't', partitions: 1, compacted: false }]);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow = new Collector();
+    await b.consume({
+      topics: ['t'],
+      from: 'beginning',
+      onBatch: async (batch) => {
+        slow.onBatch(batch);
+        await gate; // the first batch holds the reader while the log moves on
+      },
+    });
+    await b.produce('t', values(1));
+    await waitFor(() => slow.messages.length === 1, 5000, 'first message');
+    for (let i = 0; i < 10; i++) await b.produce('t', values(100, `r${i}-`));
+
+    assert.deepEqual(b.retained('t').map((p) => [p.start, p.end, p.messages]), [['901', '1001', 100]]);
+    assert.deepEqual(await b.endOffsets('t'), new Map([[0, '1001']]));
+    release();
+    await waitFor(() => slow.messages.length >= 101, 5000, 'the retained tail');
+    assert.equal(slow.messages.length, 101);
+    assert.deepEqual(slow.messages.slice(1).map((m) => m.offset), Array.from({ length: 100 }, (_, i) => String(901 + i)));
+    assert.equal(b.stats.skipped, 900);
+    assert.equal(lines.filter((l) => l.includes('skipped ahead')).length, 1);
+  });
+
+  it('applies per-topic bounds over the bus-wide ones', async () => {
+    const b = make({ maxMessagesPerPartition: 10, topicLimits: { big: { maxMessagesPerPartition: 50 } } });
+    await b.createTopics([
+      { name: 'big', partitions: 1, compacted: false },
+      { name: 'small', partitions: 1, compacted: false },
+    ]);
+    await b.produce('big', values(100));
+    await b.produce('small', values(100));
+    assert.deepEqual([b.retained('big')[0]!.messages, b.retained('small')[0]!.messages], [50, 10]);
+  });
+
+  it('bounds a partition by bytes and by age', async () => {
+    const b = make({ maxBytesPerPartition: 10_000, sweepIntervalMs: 10 });
+    await b.createTopics([
+      { name: 'bytes', partitions: 1, compacted: false },
+      { name: 'aged', partitions: 2, compacted: false, retentionMs: 30 },
+    ]);
+    await b.produce('bytes', values(50, 'v', 1000));
+    const [p] = b.retained('bytes');
+    assert.ok(p !== undefined && p.bytes <= 10_000 && p.messages >= 9, JSON.stringify(p));
+    await b.produce('aged', values(20));
+    assert.equal(b.retained('aged').reduce((n, q) => n + q.messages, 0), 20);
+    await waitFor(() => b.retained('aged').every((q) => q.messages === 0), 5000, 'aged messages to expire');
+    const ends = await b.endOffsets('aged');
+    assert.equal([...ends.values()].reduce((n, e) => n + Number(e), 0), 20); // offsets are never reused
+  });
+
+  it('compacts superseded records and expires tombstones, keeping latest-per-key for a rebuild', async () => {
+    const b = make({ compactMinDirty: 10, tombstoneRetentionMs: 50, sweepIntervalMs: 10 });
+    await b.createTopics([{ name: 'c', partitions: 1, compacted: true }]);
+    for (let v = 0; v < 100; v++) await b.produce('c', ['a', 'b', 'c'].map((k) => ({ key: Buffer.from(k), value: Buffer.from(`${k}${v}`) })));
+    await b.produce('c', [{ key: Buffer.from('b'), value: null }]);
+    const [p] = b.retained('c');
+    assert.ok(p !== undefined && p.messages < 40, `retained ${p?.messages}`);
+
+    const got = new Collector();
+    await b.consume({ topics: ['c'], from: 'beginning', onBatch: got.onBatch });
+    await waitFor(() => got.messages.some((m) => m.offset === '300'), 5000, 'rebuild');
+    const { latest } = foldLatest<string>(got.messages, (v) => v.toString());
+    assert.deepEqual(latest, new Map([['a', 'a99'], ['c', 'c99']]));
+    assert.ok(got.messages.length < 301, 'a rebuild reads the compacted log, not the history');
+
+    await waitFor(() => b.retained('c')[0]!.messages === 2, 5000, 'the tombstone to expire');
+    await assert.rejects(b.produce('c', [{ key: null, value: Buffer.from('x') }]), /needs a key/);
+  });
+
+  it('retries a batch whose handler throws or rejects, then moves on in order', async () => {
+    const { log, lines } = quietLog();
+    const b = make({ retryDelayMs: 10, log });
+    await b.createTopics([{ name: 't', partitions: 1, compacted: false }]);
+    const calls: string[][] = [];
+    let failures = 0;
+    await b.consume({
+      topics: ['t'],
+      from: 'beginning',
+      onBatch: (batch: BusMessage[]) => {
+        calls.push(batch.map((m) => m.value!.toString()));
+        if (failures === 0) {
+          failures++;
+          throw new Error('sync failure');
+        }
+        if (failures === 1) {
+          failures++;
+          return Promise.reject(new Error('async failure'));
+        }
+        return undefined;
+      },
+    });
+    await b.produce('t', values(3));
+    await waitFor(() => calls.flat().includes('v2') && failures === 2 && calls.length >= 3, 5000, 'redelivery');
+    await b.produce('t', [{ key: null, value: Buffer.from('after') }]);
+    await waitFor(() => calls.flat().includes('after'), 5000, 'delivery after the failures');
+
+    assert.equal(calls.length, 4);
+    assert.deepEqual(calls.slice(0, 3), [['v0', 'v1', 'v2'], ['v0', 'v1', 'v2'], ['v0', 'v1', 'v2']]);
+    assert.deepEqual(calls[3], ['after']);
+    assert.equal(b.stats.handlerErrors, 2);
+    assert.equal(lines.filter((l) => l.includes('batch handler failed')).length, 2);
+  });
+
+  it('hands a partition to the next group member only after the batch in flight is done', async () => {
+    const b = make();
+    await b.createTopics([{ name: 't', partitions: 1, compacted: false }]);
+    const order: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const first = await b.consume({
+      topics: ['t'],
+      groupId: 'g',
+      from: 'beginning',
+      onBatch: async (batch) => {
+        order.push(`first:${batch.map((m) => m.offset).join(',')}`);
+        await gate;
+        order.push('first:done');
+      },
+    });
+    await b.produce('t', values(2));
+    await waitFor(() => order.length === 1, 5000, 'first batch');
+    const second = await b.consume({ topics: ['t'], groupId: 'g', from: 'beginning', onBatch: (batch) => void order.push(`second:${batch.map((m) => m.offset).join(',')}`) });
+    const closing = first.close(); // the partition moves to `second` now, but its batch is still running
+    await b.produce('t', values(1));
+    release();
+    await closing;
+    await waitFor(() => order.length === 3, 5000, 'second member');
+
+    assert.deepEqual(order, ['first:0,1', 'first:done', 'second:2']);
+    assert.deepEqual(b.committed('g'), new Map([['t/0', 3]]));
+    await second.close();
+  });
+
+  it('keeps timers running while a handler feeds its own topic', async () => {
+    const b = make();
+    await b.createTopics([{ name: 'loop', partitions: 1, compacted: false }]);
+    let delivered = 0;
+    await b.consume({
+      topics: ['loop'],
+      from: 'latest',
+      onBatch: async () => {
+        delivered++;
+        await b.produce('loop', [{ key: null, value: Buffer.from('again') }]); // a feedback loop, on purpose
+      },
+    });
+    await b.produce('loop', [{ key: null, value: Buffer.from('start') }]);
+    // If deliveries never yielded to the event loop, this timer would never fire and the test would time out.
+    await new Promise((r) => setTimeout(r, 20));
+    assert.ok(delivered > 0);
+    await b.close();
+  });
+
+  it('copies produced buffers, so a producer may reuse them', async () => {
+    const b = make();
+    await b.createTopics([{ name: 't', partitions: 1, compacted: false }]);
+    const value = Buffer.from('original');
+    await b.produce('t', [{ key: null, value }]);
+    value.write('mutated!');
+    const got = new Collector();
+    await b.consume({ topics: ['t'], from: 'beginning', onBatch: got.onBatch });
+    await waitFor(() => got.messages.length === 1, 5000, 'message');
+    assert.equal(got.values()[0], 'original');
+  });
+
+  it('refuses unknown topics, and everything after close', async () => {
+    const b = make();
+    await assert.rejects(b.produce('nope', []), /unknown topic/);
+    await b.createTopics([{ name: 't', partitions: 1, compacted: false }]);
+    const got = new Collector();
+    await b.consume({ topics: ['t'], from: 'latest', onBatch: got.onBatch });
+    await b.close();
+    await assert.rejects(b.produce('t', [{ key: null, value: Buffer.from('late') }]), /bus closed/);
+    await assert.rejects(b.consume({ topics: ['t'], from: 'latest', onBatch: () => undefined }), /bus closed/);
+    await assert.rejects(b.endOffsets('t'), /bus closed/);
+    await b.close(); // idempotent
+    assert.equal(got.messages.length, 0);
+  });
+
+  it('keeps memory bounded under sustained load with no reader', async () => {
+    const b = make({ maxMessagesPerPartition: 1000 });
+    const t = uniqueName('load');
+    await b.createTopics([{ name: t, partitions: 2, compacted: false }]);
+    for (let i = 0; i < 100; i++) await b.produce(t, values(500, 'x', 100));
+    const parts = b.retained(t);
+    assert.equal(parts.length, 2);
+    assert.deepEqual(parts.map((p) => p.messages <= 1000), [true, true]);
+    assert.equal(parts.reduce((n, p) => n + Number(p.end), 0), 50_000);
+  });
+});
