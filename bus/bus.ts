@@ -8,7 +8,10 @@ export interface ProduceRecord {
   headers?: Record<string, Buffer>;
 }
 
-/** A record as read back. offset is the partition-local position, as a decimal string (Kafka's form). */
+/**
+ * A record as read back. offset is the partition-local position, as a decimal string (Kafka's form).
+ * Read-only: the embedded bus shares one message object between readers.
+ */
 export interface BusMessage {
   topic: string;
   partition: number;
@@ -23,7 +26,7 @@ export interface BusMessage {
 export interface TopicSpec {
   name: string;
   partitions: number;
-  /** Log compaction: the latest value per key survives; a null value deletes the key. */
+  /** Log compaction: the latest value per key survives; a null value deletes the key. Records need a key. */
   compacted: boolean;
   /** Retention for non-compacted topics, ms; undefined = implementation default. */
   retentionMs?: number;
@@ -47,13 +50,14 @@ export interface ConsumeOptions {
 export interface Consumer {
   /** Resolves once the consumer has its partitions and positions, i.e. a message produced after this is seen. */
   readonly ready: Promise<void>;
+  /** Idempotent; resolves after the running batch has finished (and, in a group, been committed). */
   close(): Promise<void>;
 }
 
 export interface Bus {
   readonly kind: 'kafka' | 'embedded';
   createTopics(specs: TopicSpec[]): Promise<void>;
-  /** One call = one batch. Resolves once every record is accepted by the log (acks from all in-sync replicas). */
+  /** One call = one batch; the topic must exist. Resolves once every record is accepted by the log (acks from all in-sync replicas). */
   produce(topic: string, records: ProduceRecord[]): Promise<void>;
   consume(options: ConsumeOptions): Promise<Consumer>;
   /** Per partition, the offset the next produced message will get (Kafka's high watermark). */

@@ -183,10 +183,20 @@ export class KafkaBus implements Bus {
     // its first fetch, after the join, so a message produced in between would be skipped. Take the end
     // offsets now and seek to them instead.
     const ends = options.from === 'latest' ? await this.snapshotEnds(options.topics) : new Map<string, string>();
-    const groupId = options.groupId ?? `meridian-reader-${randomUUID()}`;
-    // Heartbeats every second (default 3 s): a member learns of a rebalance on its heartbeat, so joins settle sooner.
-    const kc = this.kafka.consumer({ groupId, maxWaitTimeInMs: this.maxWaitMs, minBytes: 1, heartbeatInterval: 1000, allowAutoTopicCreation: false });
-    const reader = new Reader(kc, groupId, options, ends, () => this.getAdmin(), this.log);
+    const makeConsumer = (groupId: string): KConsumer =>
+      this.kafka.consumer({
+        groupId,
+        maxWaitTimeInMs: this.maxWaitMs,
+        minBytes: 1,
+        // A member learns of a rebalance on its heartbeat (default every 3 s), so joins settle sooner; a dead
+        // member is given up after 10 s instead of 30.
+        heartbeatInterval: 1000,
+        sessionTimeout: 10_000,
+        allowAutoTopicCreation: false,
+        // Restarts are the Reader's, not kafkajs's: kafkajs restarts only some crashes, and always as a new member.
+        retry: { restartOnFailure: async () => false },
+      });
+    const reader = new Reader(makeConsumer, options, ends, () => this.getAdmin(), this.log);
     this.readers.add(reader);
     reader.onClose = () => this.readers.delete(reader);
     try {
@@ -223,14 +233,19 @@ const RESTART_MAX_MS = 10_000;
 
 /**
  * One consume() call: a kafkajs consumer plus what kafkajs does not do for us — fixed 'latest' positions,
- * positions of independent readers across rejoins, and restarts after crashes kafkajs gives up on (it stops
- * for good on errors it deems non-retriable, e.g. no group coordinator during a broker outage).
+ * positions of independent readers across rejoins, and restarts after any crash (a reader must outlive a
+ * broker outage; kafkajs gives up for good on errors it deems non-retriable, such as no group coordinator).
+ * A restart is a new kafkajs consumer. An independent reader also takes a new group id then: its previous
+ * member id is lost with the old consumer, and the coordinator would hold the join until that ghost's session
+ * expired.
  */
 class Reader implements Consumer {
   private readonly ready_ = deferred();
   private readonly independent: boolean;
   /** Independent readers: next offset per partition (they never commit). */
   private readonly positions: Positions;
+  private kc: KConsumer;
+  private groupId: string;
   private joined = false;
   private closed = false;
   private restartDelay = RESTART_MIN_MS;
@@ -238,8 +253,7 @@ class Reader implements Consumer {
   onClose: () => void = () => undefined;
 
   constructor(
-    private readonly kc: KConsumer,
-    private readonly groupId: string,
+    private readonly makeConsumer: (groupId: string) => KConsumer,
     private readonly options: ConsumeOptions,
     private readonly ends: Positions,
     private readonly admin: () => Promise<Admin>,
@@ -247,18 +261,41 @@ class Reader implements Consumer {
   ) {
     this.independent = options.groupId === undefined;
     this.positions = this.independent ? new Map(ends) : new Map();
-    kc.on(kc.events.GROUP_JOIN, ({ payload }) => this.onJoin(payload.memberAssignment));
-    kc.on(kc.events.CRASH, ({ payload }) => this.onCrash(payload.error, payload.restart));
+    this.groupId = options.groupId ?? '';
+    this.kc = this.newConsumer();
   }
 
   get ready(): Promise<void> {
     return this.ready_.promise;
   }
 
+  private newConsumer(): KConsumer {
+    if (this.independent) this.groupId = `meridian-reader-${randomUUID()}`;
+    const kc = this.makeConsumer(this.groupId);
+    kc.on(kc.events.GROUP_JOIN, ({ payload }) => this.onJoin(kc, payload.memberAssignment));
+    kc.on(kc.events.CRASH, ({ payload }) => this.onCrash(kc, payload.error));
+    return kc;
+  }
+
+  /** Connects, subscribes and starts fetching; the first join resolves `ready`. */
   async start(): Promise<void> {
-    await this.kc.connect();
-    await this.kc.subscribe({ topics: this.options.topics, fromBeginning: this.options.from === 'beginning' });
-    this.run();
+    const kc = this.kc;
+    await kc.connect();
+    await kc.subscribe({ topics: this.options.topics, fromBeginning: this.options.from === 'beginning' });
+    // run() resolves after the first join; later failures arrive as CRASH events.
+    kc.run({
+      // Group members: kafkajs commits what was resolved after each batch; we resolve only after the
+      // handler's promise settles, so nothing is committed before it is handled (at-least-once).
+      autoCommit: !this.independent,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset }) => {
+        if (batch.messages.length === 0) return;
+        await this.options.onBatch(batch.messages.map((m) => toBusMessage(batch.topic, batch.partition, m)));
+        const last = batch.lastOffset();
+        resolveOffset(last);
+        if (this.independent) this.positions.set(tp(batch.topic, batch.partition), (BigInt(last) + 1n).toString());
+      },
+    }).catch((e: unknown) => this.onCrash(kc, e instanceof Error ? e : new Error(String(e))));
   }
 
   async close(): Promise<void> {
@@ -270,40 +307,21 @@ class Reader implements Consumer {
     await this.kc.disconnect();
   }
 
-  private run(): void {
-    // run() resolves after the first join; failures after that arrive as CRASH events.
-    this.kc
-      .run({
-        // Group members: kafkajs commits what was resolved after each batch; we resolve only after the
-        // handler's promise settles, so nothing is committed before it is handled (at-least-once).
-        autoCommit: !this.independent,
-        eachBatchAutoResolve: false,
-        eachBatch: async ({ batch, resolveOffset }) => {
-          if (batch.messages.length === 0) return;
-          await this.options.onBatch(batch.messages.map((m) => toBusMessage(batch.topic, batch.partition, m)));
-          const last = batch.lastOffset();
-          resolveOffset(last);
-          if (this.independent) this.positions.set(tp(batch.topic, batch.partition), (BigInt(last) + 1n).toString());
-        },
-      })
-      .catch((e: unknown) => this.onCrash(e instanceof Error ? e : new Error(String(e)), false));
-  }
-
   /** Runs synchronously inside kafkajs's join, before its first fetch, so seeks and pauses made here hold from the start. */
-  private onJoin(assignment: Record<string, number[]>): void {
+  private onJoin(kc: KConsumer, assignment: Record<string, number[]>): void {
     const assigned = Object.entries(assignment).flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition })));
     const first = !this.joined;
     this.joined = true;
     this.restartDelay = RESTART_MIN_MS;
     if (this.independent) {
-      // kafkajs would start a rejoined reader over at 'from'; put it back where it was.
+      // A restarted reader is a new group that would begin at 'from'; put it back where it was.
       for (const a of assigned) {
         const at = this.positions.get(tp(a.topic, a.partition));
-        if (at !== undefined) this.kc.seek({ ...a, offset: at });
+        if (at !== undefined) kc.seek({ ...a, offset: at });
       }
       this.ready_.resolve();
     } else if (first && this.options.from === 'latest' && assigned.length > 0) {
-      this.startGroupAtEnds(assigned).then(this.ready_.resolve, this.ready_.reject);
+      this.startGroupAtEnds(kc, assigned).then(this.ready_.resolve, this.ready_.reject);
     } else {
       this.ready_.resolve();
     }
@@ -315,34 +333,39 @@ class Reader implements Consumer {
    * have committed since), then sought and resumed. With autoCommit, kafkajs commits a seek, so a later
    * rebalance keeps this start point instead of resolving 'latest' again.
    */
-  private async startGroupAtEnds(assigned: Array<{ topic: string; partition: number }>): Promise<void> {
+  private async startGroupAtEnds(kc: KConsumer, assigned: Array<{ topic: string; partition: number }>): Promise<void> {
     const byTopic = [...new Set(assigned.map((a) => a.topic))].map((topic) => ({ topic, partitions: assigned.filter((a) => a.topic === topic).map((a) => a.partition) }));
-    this.kc.pause(byTopic); // before the first await: still inside the join
+    kc.pause(byTopic); // before the first await: still inside the join
     try {
       const committed = await (await this.admin()).fetchOffsets({ groupId: this.groupId, topics: byTopic.map((t) => t.topic) });
       const hasCommit = new Set(committed.flatMap((t) => t.partitions.filter((p) => p.offset !== '-1').map((p) => tp(t.topic, p.partition))));
       for (const a of assigned) {
         const end = this.ends.get(tp(a.topic, a.partition));
-        if (end !== undefined && !hasCommit.has(tp(a.topic, a.partition))) this.kc.seek({ ...a, offset: end });
+        if (end !== undefined && !hasCommit.has(tp(a.topic, a.partition))) kc.seek({ ...a, offset: end });
       }
     } finally {
-      this.kc.resume(byTopic);
+      kc.resume(byTopic);
     }
   }
 
-  private onCrash(error: Error, kafkajsRestarts: boolean): void {
-    if (this.closed) return;
-    this.log.warn({ err: error, restart: kafkajsRestarts }, 'kafka consumer crashed');
-    if (kafkajsRestarts) return;
-    // kafkajs has disconnected the consumer and will not restart it; a reader must outlive a broker outage.
+  private onCrash(kc: KConsumer, error: Error): void {
+    if (this.closed || kc !== this.kc) return;
+    this.log.warn({ err: error, retryInMs: this.restartDelay }, 'kafka consumer crashed; restarting it');
     const delay = this.restartDelay;
     this.restartDelay = Math.min(delay * 2, RESTART_MAX_MS);
-    this.restartTimer = setTimeout(() => {
-      if (this.closed) return;
-      this.kc.connect().then(
-        () => (this.closed ? void this.kc.disconnect().catch(() => undefined) : this.run()),
-        (e: unknown) => this.onCrash(e instanceof Error ? e : new Error(String(e)), false),
-      );
-    }, delay);
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => void this.restart(kc), delay);
+  }
+
+  private async restart(old: KConsumer): Promise<void> {
+    if (this.closed) return;
+    await old.disconnect().catch(() => undefined); // kafkajs has already disconnected it after a crash; make sure
+    this.kc = this.newConsumer();
+    try {
+      await this.start();
+    } catch (e) {
+      this.onCrash(this.kc, e instanceof Error ? e : new Error(String(e)));
+    }
+    if (this.closed) await this.kc.disconnect().catch(() => undefined); // closed while starting
   }
 }

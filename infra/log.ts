@@ -65,7 +65,7 @@ export interface LogOptions {
 function guardChildren(l: Log): Log {
   const child = l.child.bind(l);
   const guarded = (bindings: pino.Bindings, options?: pino.ChildLoggerOptions): Log => guardChildren(child(scrub(bindings) as pino.Bindings, options));
-  l.child = guarded as Log['child'];
+  l.child = guarded as unknown as Log['child'];
   return l;
 }
 

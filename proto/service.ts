@@ -85,7 +85,7 @@ export function deserializeSubscribeResponse(bytes: Buffer): SubscribeResponse {
 }
 
 /** Subscribe as both sides see it: server reads SubscribeRequest and writes Buffers; client the converse. */
-export interface SubscribeMethodDefinition {
+export type SubscribeMethodDefinition = {
   path: string;
   requestStream: true;
   responseStream: true;
@@ -94,11 +94,12 @@ export interface SubscribeMethodDefinition {
   requestDeserialize: grpc.deserialize<SubscribeRequest>;
   responseSerialize: grpc.serialize<Buffer>;
   responseDeserialize: grpc.deserialize<SubscribeResponse>;
-}
+};
 
-export interface SubscribeServiceDefinition {
+/** A type alias (not an interface) so that it is assignable to grpc.ServiceDefinition. */
+export type SubscribeServiceDefinition = {
   readonly Subscribe: SubscribeMethodDefinition;
-}
+};
 
 /** The definition of one of the three names. serialize replaces the pass-through response serializer. */
 export function streamServiceDefinition(
@@ -128,7 +129,7 @@ export type SubscribeHandler = grpc.handleBidiStreamingCall<SubscribeRequest, Bu
 
 /** Registers handler under all three names. */
 export function addSubscribeService(server: grpc.Server, handler: SubscribeHandler): void {
-  for (const def of subscribeServices()) server.addService(def as unknown as grpc.ServiceDefinition, { Subscribe: handler });
+  for (const def of subscribeServices()) server.addService(def, { Subscribe: handler });
 }
 
 // ---- client side -----------------------------------------------------------------------------------------
@@ -148,8 +149,7 @@ export type SubscribeClientConstructor = new (
 
 function clientConstructor(name: StreamServiceName): SubscribeClientConstructor {
   // makeGenericClientConstructor adds one method per definition key (and its originalName), here Subscribe.
-  const def = streamServiceDefinition(name) as unknown as grpc.ServiceDefinition;
-  return grpc.makeGenericClientConstructor(def, name) as unknown as SubscribeClientConstructor;
+  return grpc.makeGenericClientConstructor(streamServiceDefinition(name), name) as unknown as SubscribeClientConstructor;
 }
 
 /** Client stubs over the generated messages, one per name. */

@@ -102,15 +102,23 @@ const moduleBytes = new Uint8Array([
   ...section(10, vec([[...uleb(func.length), ...func]])),
 ]);
 
+// The few WebAssembly members used; the project's lib settings (ES2022, no DOM) do not declare them.
+interface WasmGlobal {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object) => { exports: Record<string, unknown> };
+}
+const wasm = (globalThis as { WebAssembly?: WasmGlobal }).WebAssembly;
+
 interface Simd {
   mem: Uint8Array;
   mulRow: (out: number, len: number, coefs: number, nIn: number, inBase: number) => void;
 }
 
 function instantiate(): Simd | null {
-  if (process.env.MERIDIAN_RS_SCALAR === '1' || typeof WebAssembly === 'undefined' || !WebAssembly.validate(moduleBytes)) return null;
-  const inst = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes));
-  const mem = new Uint8Array((inst.exports.mem as WebAssembly.Memory).buffer);
+  if (process.env.MERIDIAN_RS_SCALAR === '1' || wasm === undefined || !wasm.validate(moduleBytes)) return null;
+  const inst = new wasm.Instance(new wasm.Module(moduleBytes));
+  const mem = new Uint8Array((inst.exports.mem as { buffer: ArrayBuffer }).buffer);
   for (let c = 0; c < 256; c++) {
     for (let n = 0; n < 16; n++) {
       mem[TAB_BASE + c * 32 + n] = MUL[(c << 8) | n]!;

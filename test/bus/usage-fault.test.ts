@@ -92,7 +92,6 @@ describe('usage.events across a broker restart', function () {
     await broker.start();
     const restartMs = Date.now() - startStarted;
     await steady;
-    console.log('T', Date.now() % 100000, 'await producer.flush();');
     await producer.flush();
 
     const dropped = registry.render().split('\n').filter((l) => l.startsWith('meridian_usage_events_dropped_total'));
@@ -103,16 +102,11 @@ describe('usage.events across a broker restart', function () {
     const all = new Collector();
     const reader = await bus.consume({ topics: [TOPIC.usageEvents], from: 'beginning', onBatch: all.onBatch });
     await reader.ready;
-    console.log('T', Date.now() % 100000, 'await waitFor(() => all.messag');
     await waitFor(() => all.messages.length >= total, 120_000, `all ${total} records`);
-    console.log('T', Date.now() % 100000, 'await waitFor(() => live.messa');
     await waitFor(() => live.messages.length >= total, 120_000, `the live reader to reach ${total} records`);
-    console.log('T', Date.now() % 100000, 'await reader.close();');
     await reader.close();
-    console.log('T', Date.now() % 100000, 'await liveReader.close();');
     await liveReader.close();
 
-    console.log('T', Date.now() % 100000, 'const want = new Set');
     const want = new Set(accepted.map((e) => e.id));
     const got = ids(all.messages);
     const gotSet = new Set(got);

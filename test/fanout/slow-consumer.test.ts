@@ -100,6 +100,7 @@ describe('fanout slow consumer', function () {
       frame.writeUInt32BE(body.length, 1);
       body.copy(frame, 5);
       req.write(frame);
+      for (const ev of ['close', 'aborted', 'error', 'end', 'trailers', 'response']) req.on(ev, (x: unknown) => console.log('client', ev, req.rstCode, Date.now(), typeof x === 'object' ? JSON.stringify(x) : x));
       // never attach a 'data' listener: the stream stays paused and its window fills
       for (let i = 0; i < 50 && f.fanout.stats().subscribers === 0; i++) await new Promise((r) => setTimeout(r, 20));
       assert.equal(f.fanout.stats().subscribers, 1);

@@ -115,7 +115,7 @@ export class StreamClient {
   readonly raw: SubscribeResponse[] = [];
   /** The same responses as plain objects. */
   readonly responses: PlainResponse[] = [];
-  /** Resolves with the response headers (initial metadata) once they arrive. */
+  /** Resolves with the response headers (initial metadata) once they arrive; rejects if the stream ends first. */
   readonly headers: Promise<grpc.Metadata>;
   /** Resolves when the stream ends, whatever the status. Never rejects. */
   readonly ended: Promise<StreamStatus>;
@@ -124,7 +124,11 @@ export class StreamClient {
 
   constructor(address: string, opts: OpenSubscribeOptions) {
     this.call = openSubscribeStream(address, opts);
-    this.headers = new Promise((resolve) => this.call.once('metadata', resolve));
+    this.headers = new Promise((resolve, reject) => {
+      this.call.once('metadata', resolve);
+      this.call.once('status', (s: grpc.StatusObject) => reject(new Error(`stream ended (${statusName(s.code)}) before response headers`)));
+    });
+    this.headers.catch(() => {}); // awaiting it still rejects; not awaiting it is fine
     this.call.on('error', () => {}); // the status event below carries the same information
     this.call.on('data', (r: SubscribeResponse) => {
       const plain = plainResponse(r);
