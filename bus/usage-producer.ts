@@ -7,9 +7,10 @@ import { rootLogger, type Log } from '../infra/log';
 // Meters requests without ever slowing or failing them. emit() appends to a bounded FIFO and returns; one
 // loop produces from its head in batches and, while the bus refuses (broker down), retries the same batch
 // with capped exponential backoff. Nothing accepted is lost while the buffer has room; when it is full the
-// oldest waiting event is dropped, counted and warned about. Delivery is at-least-once (a retried batch may
-// already have been written), and every event carries a unique id for consumers to dedupe. With Kafka, open
-// the bus with { idempotent: true } so the broker itself drops most of those retried duplicates.
+// oldest waiting event is dropped, counted and warned about. Delivery is at-least-once (a batch whose answer
+// was lost may have been written), and every event carries a unique id for consumers to dedupe. With Kafka,
+// open the bus with { idempotent: true }: a retry resends the very same records, so the broker recognises a
+// batch it already has and the duplicates mostly never happen.
 
 export interface UsageProducerOptions {
   /** Events waiting to be produced at most; default 100,000 (about 30 MB). */
@@ -127,7 +128,8 @@ export class UsageProducer {
     this.size = 0;
     this.inflight = [];
     for (const w of this.waiters.splice(0)) w.resolve();
-    // A produce() may still be pending inside the bus; it ends when the caller closes the bus.
+    // A produce() may still be pending inside the bus (and may yet deliver some of these); it ends when the
+    // caller closes the bus.
   }
 
   private shift(): Entry {

@@ -35,6 +35,8 @@ export interface FanoutStats {
   slots: number;
   /** Responses and bytes handed to subscriber streams (transactions, slots, pings, heartbeats). */
   delivered: number;
+  /** Of those, transaction responses. */
+  deliveredTransactions: number;
   bytes: number;
   dedupeDrops: number;
   badRecords: number;
@@ -53,7 +55,7 @@ interface NamesField {
 }
 
 export class Fanout {
-  readonly index = new FilterIndex<Session>();
+  private readonly index = new FilterIndex<Session>();
   private readonly sessions = new Set<Session>();
   private readonly txSeen: RecentKeys;
   private readonly slotSeen = new RecentKeys(SLOT_DEDUPE_WINDOW);
@@ -65,7 +67,7 @@ export class Fanout {
   private readonly topics: FanoutConfig['topics'];
   private nextId = 1;
   private closed = false;
-  private readonly counts = { transactions: 0, slots: 0, delivered: 0, bytes: 0, dedupeDrops: 0, badRecords: 0 };
+  private readonly counts = { transactions: 0, slots: 0, delivered: 0, deliveredTransactions: 0, bytes: 0, dedupeDrops: 0, badRecords: 0 };
   private readonly disconnects: Partial<Record<EndReason, number>> = {};
 
   constructor(
@@ -116,10 +118,6 @@ export class Fanout {
   /** A stream refused before it became a session (authentication); counted like any other end. */
   refused(e: StreamError): void {
     this.countEnd(e.kind);
-  }
-
-  all(): Iterable<Session> {
-    return this.sessions;
   }
 
   /** The bus handler for stream.transactions and stream.slots (one partition's batch, in order). */
@@ -201,7 +199,10 @@ export class Fanout {
     this.counts.bytes += bytes;
     fanoutMetrics.messagesSent.inc();
     fanoutMetrics.bytesSent.inc(bytes);
-    if (!Number.isNaN(observedAtMs)) fanoutMetrics.latencyMs.observe(Date.now() - observedAtMs);
+    if (!Number.isNaN(observedAtMs)) {
+      this.counts.deliveredTransactions++;
+      fanoutMetrics.latencyMs.observe(Date.now() - observedAtMs);
+    }
   };
 
   private readonly onEnd = (s: Session, reason: EndReason): void => {

@@ -83,8 +83,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
       calls.delete(session);
       session.clientGone();
     });
-    // A half-close (client ends its side) keeps the stream: filters stay and data keeps flowing.
-    call.on('end', () => undefined);
+    // A half-close (the client ends its side) keeps the stream: filters stay and data keeps flowing until the
+    // client cancels or the server ends it. Published clients half-close only when they are done anyway.
   };
 
   const server = new grpc.Server({
@@ -117,7 +117,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   });
 
   const address = `${hostForUrl(cfg.host)}:${port}`;
-  log.info({ address, auth: cfg.auth.mode, heartbeatMs: cfg.heartbeatMs }, 'fanout listening');
+  // Port only: addresses are endpoints, and the launcher publishes them where they belong.
+  log.info({ port, auth: cfg.auth.mode, heartbeatMs: cfg.heartbeatMs }, 'fanout listening');
 
   let closing: Promise<void> | undefined;
   return {

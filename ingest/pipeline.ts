@@ -80,6 +80,21 @@ function values<K extends string>(c: Record<K, Counter>): Record<K, number> {
   return out as Record<K, number>;
 }
 
+/** The pipeline's own counters (the resolver keeps its own); registered up front so inc() builds nothing. */
+function pipelineCounters(r: Registry | undefined) {
+  const counter = (name: string, help: string, labels?: Record<string, string>): Counter => (r === undefined ? new Counter(labels) : r.counter(name, help, labels));
+  return {
+    packets: counter('meridian_ingest_packets_total', 'UDP payloads pushed into the pipeline'),
+    shreds: counters(VARIANTS, (v) => counter('meridian_ingest_shreds_total', 'Parsed shreds by variant', { variant: v })),
+    internal: counter('meridian_ingest_internal_errors_total', 'Packets that hit an unexpected error (bug guard)'),
+    batches: counter('meridian_ingest_batches_total', 'Entry batches reassembled'),
+    batchesInvalid: counters(BATCH_REASONS, (k) => counter('meridian_ingest_batches_invalid_total', 'Entry batches that failed to decode, by reason', { reason: k })),
+    entries: counter('meridian_ingest_entries_total', 'Entries decoded'),
+    transactions: counter('meridian_ingest_transactions_total', 'Transactions decoded'),
+    txInvalid: counters(TXN_REASON_CODES, (k) => counter('meridian_ingest_transactions_invalid_total', 'Transactions that failed to decode, by reason', { reason: k })),
+  };
+}
+
 export class Pipeline {
   private readonly resolver: FecResolver;
   private readonly reassembler: BatchReassembler<BatchDecode>;
@@ -87,21 +102,11 @@ export class Pipeline {
   private readonly log: Log | undefined;
   private readonly warnEveryMs: number;
   private lastWarnMs = -Infinity;
-  private readonly c;
+  private readonly c: ReturnType<typeof pipelineCounters>;
 
   constructor(opts: PipelineOptions) {
     const r = opts.registry;
-    const counter = (name: string, help: string, labels?: Record<string, string>): Counter => (r === undefined ? new Counter(labels) : r.counter(name, help, labels));
-    this.c = {
-      packets: counter('meridian_ingest_packets_total', 'UDP payloads pushed into the pipeline'),
-      shreds: counters(VARIANTS, (v) => counter('meridian_ingest_shreds_total', 'Parsed shreds by variant', { variant: v })),
-      internal: counter('meridian_ingest_internal_errors_total', 'Packets that hit an unexpected error (bug guard)'),
-      batches: counter('meridian_ingest_batches_total', 'Entry batches reassembled'),
-      batchesInvalid: counters(BATCH_REASONS, (k) => counter('meridian_ingest_batches_invalid_total', 'Entry batches that failed to decode, by reason', { reason: k })),
-      entries: counter('meridian_ingest_entries_total', 'Entries decoded'),
-      transactions: counter('meridian_ingest_transactions_total', 'Transactions decoded'),
-      txInvalid: counters(TXN_REASON_CODES, (k) => counter('meridian_ingest_transactions_invalid_total', 'Transactions that failed to decode, by reason', { reason: k })),
-    };
+    this.c = pipelineCounters(r);
     this.sink = opts.sink;
     this.log = opts.log;
     this.warnEveryMs = opts.warnEveryMs ?? 10_000;

@@ -6,6 +6,9 @@ import { encodeTransaction } from '../proto/wire';
 import type { BatchOutput, PipelineSink } from './pipeline';
 import type { Publisher } from './publisher';
 
+/** What the sink needs of a Publisher (benches measure without a bus through this). */
+export type PublishTarget = Pick<Publisher, 'offer'>;
+
 // Pipeline output → bus records. Each transaction is encoded to SubscribeResponseTransaction bytes once, here;
 // a batch's records go out in one produce (key = signatures[0], observed-at = the batch's first shred
 // arrival). A slot's first shred becomes one stream.slots record. Encoding happens inside push(), so queued
@@ -38,7 +41,7 @@ export interface PublishSinkOptions {
   onLatency?: (ms: number) => void;
 }
 
-export function publishSink(publisher: Publisher, opts: PublishSinkOptions = {}): PipelineSink {
+export function publishSink(publisher: PublishTarget, opts: PublishSinkOptions = {}): PipelineSink {
   const topics = opts.topics ?? DEFAULT_TOPICS;
   const onLatency = opts.onLatency;
   return {

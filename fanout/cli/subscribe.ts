@@ -5,6 +5,8 @@
 //   ping <id>                                        (--verbose only)
 // With --json, slot and ping lines are {"newSlot":n} and {"pingId":n}.
 //
+// Right after the filter the client sends a ping with SUBSCRIBED_PING_ID: the server handles a stream's requests in
+// order, so its reply proves the filter is in place; then "subscribed" goes to stderr (scripts wait for it).
 // The stream's end status goes to stderr; errors exit 1, SIGINT/SIGTERM end cleanly with 0. The token is sent as
 // x-token metadata and never printed.
 import * as grpc from '@grpc/grpc-js';
@@ -15,6 +17,8 @@ import { SERVICE_CHOICES, openSubscribeStream, type ServiceChoice, type Subscrib
 
 const DEFAULT_URL = '127.0.0.1:20202';
 const DEFAULT_FILTER_NAME = 'cli';
+/** Heartbeats are ping_id 0; this id marks the confirmation ping. */
+export const SUBSCRIBED_PING_ID = 0x5ab;
 const KNOWN = ['include', 'exclude', 'required', 'slots', 'url', 'token', 'filter-name', 'service', 'json', 'verbose', 'help'];
 
 const USAGE = `usage: meridian subscribe [--include K ...] [--exclude K ...] [--required K ...] [--slots]
@@ -106,7 +110,12 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGTERM', stop);
     process.stdout.on('error', onStdoutError);
 
+    let confirmed = false;
     call.on('data', (r: SubscribeResponse) => {
+      if (!confirmed && r.hasPingId() && r.getPingId() === SUBSCRIBED_PING_ID) {
+        confirmed = true;
+        process.stderr.write(`subscribed to ${opts.address}\n`);
+      }
       const line = formatResponse(r, opts);
       // Backpressure: stop reading while stdout is full; grpc flow control then slows the server down.
       if (line !== undefined && !process.stdout.write(line + '\n')) {
@@ -125,5 +134,6 @@ export async function run(argv: string[]): Promise<number> {
       resolve(s.code === grpc.status.OK ? 0 : 1);
     });
     call.write(opts.request);
+    call.write({ pingId: SUBSCRIBED_PING_ID });
   });
 }

@@ -148,8 +148,10 @@ class Broker implements LocalBroker {
   private startedOnce = false;
   private exited: Promise<void> = Promise.resolve();
   private readonly killOnExit = (): void => {
-    // A test run that dies must not leave a JVM behind on a shared machine.
+    // A process that exits without stopping us (a failed test run, process.exit) must not leave a JVM, or a
+    // temporary folder, behind on a shared machine. Only synchronous work is possible here.
     this.child?.kill('SIGKILL');
+    if (this.ownsDir) fs.rmSync(this.dir, { recursive: true, force: true });
   };
 
   constructor(

@@ -59,7 +59,7 @@ function pom(version: string): string {
 }
 
 function runMaven(workDir: string, outDir: string, progress: (line: string) => void): Promise<void> {
-  const args = ['-B', '-q', '-f', path.join(workDir, 'pom.xml'), `${DEPENDENCY_PLUGIN}:copy-dependencies`, '-DincludeScope=runtime', `-DoutputDirectory=${outDir}`];
+  const args = ['-B', '-q', '-Dstyle.color=never', '-f', path.join(workDir, 'pom.xml'), `${DEPENDENCY_PLUGIN}:copy-dependencies`, '-DincludeScope=runtime', `-DoutputDirectory=${outDir}`];
   return new Promise((resolve, reject) => {
     const child = spawn('mvn', args, { cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

@@ -31,7 +31,7 @@ export interface EntryBatch {
   lastInSlot: boolean;
   /** false = the start was inferred from a clean decode (predecessor set never seen). */
   startKnown: boolean;
-  /** Earliest first-shred arrival over the batch's sets, and when its last set completed. */
+  /** Earliest first-shred arrival over the batch's sets, and when the last of its sets completed. */
   firstSeenMs: number;
   completedMs: number;
 }

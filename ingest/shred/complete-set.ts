@@ -4,19 +4,21 @@
 // signed root before anything leaves here.
 //
 // Why the root check needs no missing parity: the root is node(dataHalf, parityHalf). dataHalf is recomputed
-// from the 32 data leaves (received ones are already proven, rebuilt ones hashed here), and parityHalf was
-// proven while checking any received code shred (a set missing data has at least one). The rebuilt proofs
-// are the data half's siblings plus parityHalf's 20-byte prefix on top.
+// from the 32 data leaves (received ones are already proven, rebuilt ones hashed here), and parityHalf is
+// proven from the set's first shred on (a data shred carries it as its top sibling, a code shred's climb
+// computes it). The rebuilt proofs are the data half's siblings plus parityHalf's 20-byte prefix on top.
 
 import type { CompletedFecSet } from '../fec-set';
 import type { ResolveReject } from './drop-reasons';
 import type { FecSetState } from './fec-set-state';
-import { DATA_HEADER_END, DATA_SHREDS_PER_SET, FLAG_DATA_COMPLETE, FLAG_LAST_IN_SLOT_BIT, MERKLE_NODE_SZ, MERKLE_ROOT_SZ, RETRANSMITTER_SIG_SZ, layoutFor } from './layout';
-import { PARITY_HALF_NODE, buildLevels, leafHash, nodeHash, writeProof } from './merkle';
+import { DATA_HEADER_END, DATA_SHREDS_PER_SET, FLAG_DATA_COMPLETE, FLAG_LAST_IN_SLOT_BIT, MERKLE_ROOT_SZ, RETRANSMITTER_SIG_SZ, layoutFor } from './layout';
+import { buildLevels, leafHash, nodeHash, writeProof } from './merkle';
 import { parseShred, type ShredView } from './parse';
 import { recoverData, TOTAL_SHARDS } from './reed-solomon';
 
 const ALL_DATA = 0xffffffff;
+/** The parity half's subtree root (level 5, index 1): the top sibling in every data shred's proof. */
+const PARITY_HALF_LEVEL = 5;
 
 /** Rebuilds what is missing and checks it. The caller guarantees ≥ 32 distinct proven shards. */
 function recoverMissingData(st: FecSetState, data: Array<ShredView | undefined>): number | ResolveReject {
@@ -38,18 +40,18 @@ function recoverMissingData(st: FecSetState, data: Array<ShredView | undefined>)
     rebuilt[i] = b;
     return b.subarray(L.shardOff, L.shardOff + shardSz);
   });
-  const parityHalf = tree.nodes[PARITY_HALF_NODE];
+  const parityHalf = tree.node(PARITY_HALF_LEVEL, 1);
   if (n < 0 || template === undefined || parityHalf === undefined) return 'recovery';
 
   // Copy what the shard does not carry; all of it is the same across a set (the leaves commit to it).
   const t = template.buf;
   const chainedRoot = t.subarray(template.layout.chainedRootOff, template.layout.chainedRootOff + MERKLE_ROOT_SZ);
   const retransmitter = template.layout.retransmitterOff >= 0 ? t.subarray(template.layout.retransmitterOff, template.layout.retransmitterOff + RETRANSMITTER_SIG_SZ) : null;
-  const leaves = new Array<Buffer>(DATA_SHREDS_PER_SET);
+  const leaves = new Array<Uint8Array>(DATA_SHREDS_PER_SET);
   for (let i = 0; i < DATA_SHREDS_PER_SET; i++) {
     const b = rebuilt[i];
     if (b === undefined) {
-      leaves[i] = tree.leaf(i)!;
+      leaves[i] = tree.node(0, i)!;
       continue;
     }
     st.signature.copy(b, 0);
@@ -57,7 +59,15 @@ function recoverMissingData(st: FecSetState, data: Array<ShredView | undefined>)
     if (retransmitter !== null) retransmitter.copy(b, L.retransmitterOff);
     leaves[i] = leafHash(b, L.proofOff);
   }
-  const levels = buildLevels(leaves);
+  // Reuse proven nodes, but only over subtrees without a rebuilt leaf: those must be hashed, or the root
+  // check below would not cover them.
+  let rebuiltMask = 0;
+  for (let i = 0; i < DATA_SHREDS_PER_SET; i++) if (rebuilt[i] !== undefined) rebuiltMask |= 1 << i;
+  const levels = buildLevels(leaves, (level, i) => {
+    const span = 1 << level;
+    const under = span === 32 ? 0xffffffff : ((1 << span) - 1) << (i * span);
+    return (rebuiltMask & under) === 0 ? tree.node(level, i) : undefined;
+  });
   const dataHalf = levels[levels.length - 1]![0]!;
   if (!nodeHash(dataHalf, parityHalf).equals(st.root)) return 'recovery';
 
@@ -65,7 +75,7 @@ function recoverMissingData(st: FecSetState, data: Array<ShredView | undefined>)
     const b = rebuilt[i];
     if (b === undefined) continue;
     const off = writeProof(levels, i, b, L.proofOff);
-    parityHalf.copy(b, off, 0, MERKLE_NODE_SZ);
+    b.set(parityHalf, off);
     // The leader signed these bytes, but they never passed the parser: a rebuilt shred must obey the same
     // rules, and must be the shred its position says.
     const v = parseShred(b);

@@ -7,9 +7,12 @@
 //      over that root (the one ed25519 verify per set); only then does the set (and a new slot) exist;
 //   3. same position already held → duplicate if equal apart from the retransmitter signature, else a conflict;
 //   4. other signature bytes than the set's → a conflict;
-//   5. Merkle climb to the set's proven nodes (merkle.ts) → stored; the 32nd distinct shard completes the set.
+//   5. Merkle climb to the set's proven nodes (verified-tree.ts) → stored; the 32nd distinct shard completes it.
 // A conflict folds the shred's own root: a second root carrying a valid leader signature (any root, with the
 // check off) is equivocation — flagged and counted, the first root kept; anything else is a forgery.
+//
+// With the leader check off (local runs), nothing authenticates a set: a spoofed set can complete, report a
+// slot and move the window. Production configures a leader source; then neither happens (spec §4).
 //
 // Memory is bounded three ways: in-progress sets are capped (oldest evicted), completed sets keep ~200 bytes
 // and are capped too, and both are dropped when their slot falls below the window.
@@ -25,9 +28,10 @@ import { verifyEd25519 } from './ed25519';
 import { FecSetState, sameShred } from './fec-set-state';
 import { DATA_SHREDS_PER_SET, SIGNATURE_SZ } from './layout';
 import type { LeaderKeys } from './leader-keys';
-import { VerifiedTree, foldProof, leafHash } from './merkle';
+import { foldProof, leafHash } from './merkle';
 import { parseShred, type ShredView } from './parse';
 import { ResolverCounters, type FecResolverStats } from './resolver-stats';
+import { VerifiedTree } from './verified-tree';
 
 export type ResolveOutcome =
   | { readonly kind: 'rejected'; readonly reason: DropReason }
@@ -76,7 +80,7 @@ export class FecResolver {
     this.shredVersion = opts.shredVersion ?? null;
     this.window = opts.slotWindow ?? 512;
     this.maxActive = opts.maxInProgressSets ?? 1024;
-    this.maxDone = opts.maxCompletedSets ?? 16_384;
+    this.maxDone = opts.maxCompletedSets ?? 65_536;
     this.onNewSlot = opts.onNewSlot;
     this.counters = new ResolverCounters(opts.registry);
   }

@@ -3,7 +3,7 @@
 // against remains (signature, root, masks), so a completed set costs ~200 bytes until its slot leaves the window.
 
 import { DATA_SHREDS_PER_SET, SHREDS_PER_SET, SIGNATURE_SZ } from './layout';
-import { VerifiedTree } from './merkle';
+import type { VerifiedTree } from './verified-tree';
 import type { ShredView } from './parse';
 
 export class FecSetState {
@@ -32,11 +32,7 @@ export class FecSetState {
     this.shreds = new Array<ShredView | undefined>(SHREDS_PER_SET);
   }
 
-  /** Whether this position already holds a shred (or was seen, once done). */
-  has(leafIndex: number): boolean {
-    return leafIndex < DATA_SHREDS_PER_SET ? (this.dataMask & (1 << leafIndex)) !== 0 : (this.codeMask & (1 << (leafIndex - DATA_SHREDS_PER_SET))) !== 0;
-  }
-
+  /** Marks a position present (for a completed set: seen carrying its signature, see FecResolver.seen). */
   mark(leafIndex: number): void {
     if (leafIndex < DATA_SHREDS_PER_SET) this.dataMask |= 1 << leafIndex;
     else this.codeMask |= 1 << (leafIndex - DATA_SHREDS_PER_SET);

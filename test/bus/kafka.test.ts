@@ -79,7 +79,7 @@ describe('KafkaBus', function () {
   // kafkajs resolves 'latest' at its first fetch, after the join; a message produced in between is lost
   // unless positions are fixed before `ready`. Several rounds, each producing the instant ready resolves.
   for (const kind of ['independent reader', 'new group member'] as const) {
-    it(`a ${kind} from 'latest' sees a message produced right after ready, and nothing older`, async () => {
+    it(`${kind === 'independent reader' ? 'an' : 'a'} ${kind} from 'latest' sees a message produced right after ready, and nothing older`, async () => {
       const t = await topic('latest', 3);
       await bus.produce(t, [0, 1, 2].map((i) => ({ key: Buffer.from(`old-${i}`), value: Buffer.from('old') })));
       const rounds = 5;

@@ -110,12 +110,10 @@ describe('fanout auth: rentals projection drives open streams', () => {
       const c = StreamClient.open(f.address, { metadata: withToken('tok-aaaa-1') });
       await pingable(c);
       await bus.produce(TOPIC.rentals, [encodeRental(rental({ id: 'b', tokens: ['tok-bbbb-1'] }))]);
-      const d = StreamClient.open(f.address, { metadata: withToken('tok-bbbb-1') });
-      // the projection follows asynchronously: retry until b is known
-      for (let i = 0; i < 50 && projection.byToken('tok-bbbb-1') === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+      // the projection follows asynchronously
+      for (let i = 0; i < 100 && projection.byToken('tok-bbbb-1') === undefined; i++) await new Promise((r) => setTimeout(r, 20));
       const d2 = StreamClient.open(f.address, { metadata: withToken('tok-bbbb-1') });
       await pingable(d2);
-      await d.close();
       await bus.produce(TOPIC.rentals, [rentalTombstone('a')]);
       const s = await c.waitForEnd(5000);
       assert.equal(s.code, grpc.status.UNAUTHENTICATED);

@@ -147,6 +147,17 @@ describe('fanout filter index', () => {
     assert.deepEqual(names(ix, tx(2)), new Map());
   });
 
+  it('the 32nd filter (bit 31, the sign bit) is reported like any other', () => {
+    const ix = new FilterIndex<string>();
+    const entries = Array.from({ length: 32 }, (_v, i): [string, FilterSpec] => [`f${i}`, spec({ include: [i] })]);
+    const set = compileFilters(entries, { ...LIMITS, maxFilters: 32 });
+    assert.ok(set.ok);
+    if (!set.ok) return;
+    ix.replace('s', set.set);
+    assert.deepEqual(names(ix, tx(31, 0)), new Map([['s', ['f0', 'f31']]]));
+    assert.deepEqual(names(ix, tx(31)), new Map([['s', ['f31']]]));
+  });
+
   it('several subscribers are independent', () => {
     const ix = new FilterIndex<string>();
     ix.replace('a', compile([['x', spec({ include: [1] })]]));

@@ -5,36 +5,14 @@ import type { StreamError } from '../../fanout/errors';
 import { FilterIndex } from '../../fanout/filter-index';
 import type { FilterSpec } from '../../fanout/filter';
 import type { SubscribeUpdate } from '../../fanout/request';
-import { Session, type EndReason, type SessionPort } from '../../fanout/session';
+import { Session, type EndReason } from '../../fanout/session';
+import { FakePort } from './fake-port';
 import { SubscriberQueue } from '../../fanout/subscriber-queue';
 import { UpdateRate } from '../../fanout/update-rate';
 import { RecentKeys } from '../../fanout/dedupe';
 
 // Session rules of Endpoint A, the bounded queue, the update-rate window and dedupe, without a network.
 
-export class FakePort implements SessionPort {
-  readonly written: Buffer[] = [];
-  accepting = true;
-  ended: StreamError | undefined | 'ok';
-  private drains: Array<() => void> = [];
-  write(chunk: Buffer): boolean {
-    this.written.push(chunk);
-    return this.accepting;
-  }
-  once(_e: 'drain', l: () => void): unknown {
-    this.drains.push(l);
-    return this;
-  }
-  end(error?: StreamError): void {
-    assert.equal(this.ended, undefined, 'end called twice');
-    this.ended = error ?? 'ok';
-  }
-  drain(): void {
-    this.accepting = true;
-    const d = this.drains.splice(0);
-    for (const l of d) l();
-  }
-}
 
 /** The error the port was ended with (fails the test if it was not). */
 function endError(p: FakePort): StreamError {
@@ -116,7 +94,7 @@ describe('fanout session', () => {
     assert.deepEqual(matchedNames(index, 1), ['a']);
   });
 
-  it('an invalid key ends the stream with INVALID_ARGUMENT and leaves the previous filters untouched until release', () => {
+  it('an invalid key ends the stream with INVALID_ARGUMENT, unanswered, and the session leaves the index', () => {
     const { s, port, index, ends } = setup();
     s.handle(upd({ filters: [['a', inc(1)]] }));
     s.handle(upd({ filters: [['b', { include: ['not*base58'], exclude: [], required: [] }]], pingId: 5 }));

@@ -33,7 +33,7 @@ const WANT: Record<string, Want> = {
   'disco_pack_txn7.bin': { sigs: 1, version: L, header: [1, 0, 3], keys: 8, ixs: 3, programs: [6, 6, 7], lookups: [] },
 };
 
-export function txnFixtures(): Array<{ name: string; bytes: Buffer }> {
+function txnFixtures(): Array<{ name: string; bytes: Buffer }> {
   const dir = fixture('txns');
   return fs
     .readdirSync(dir)
@@ -177,7 +177,7 @@ describe('ingest/txn: transaction decoding', () => {
           assert.ok(r.reason in TXN_REASONS);
         }
       }),
-      { numRuns: Number(process.env.FUZZ_RUNS ?? 20_000) },
+      { numRuns: 20_000 },
     );
   });
 });

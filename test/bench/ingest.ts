@@ -1,0 +1,175 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { Writable } from 'node:stream';
+import { EmbeddedBus } from '../../bus/embedded';
+import { encodeEntryBatch } from '../../ingest/entry/entries';
+import { Pipeline, nowMs, type PipelineStats } from '../../ingest/pipeline';
+import { publishSink } from '../../ingest/publish-sink';
+import { Publisher } from '../../ingest/publisher';
+import { publicKeyFromSeed } from '../../ingest/shred/ed25519';
+import { fixedLeader } from '../../ingest/shred/leader-keys';
+import { shredBatch } from '../../ingest/shred/shredder';
+import { decodeTransaction } from '../../ingest/txn/decode';
+import { createLogger } from '../../infra/log';
+import { fixture } from '../support/paths';
+import { formatResults, ProcessSampler, summarize, type BenchResult } from './stats';
+
+// Ingest on one core: the whole Pipeline (parse, dedupe, Merkle proof, leader signature, Reed–Solomon,
+// reassembly, entry + transaction decode, protobuf encode, record build) over a generated stream of real
+// transactions (the txns fixtures) shredded and signed by the project's shredder, leader check ON.
+//   throughput — pushes the whole stream in one synchronous loop: shreds/s of CPU, no waiting on anything;
+//                once loss-free and once with 10% of the shreds missing (every set then needs recovery);
+//   latency    — paced: one batch's shreds per event-loop turn, publishing to the embedded bus; latency =
+//                completing shred pushed → that batch's produce resolved.
+// BENCH_SLOTS scales the stream (default 60 slots × 4 batches ≈ 32k shreds, 500 sets, 18k transactions).
+
+const SLOTS = Number(process.env.BENCH_SLOTS ?? 60);
+const BATCHES_PER_SLOT = 4;
+const FIRST_SLOT = 300_000_000;
+const SHRED_VERSION = 50093;
+const LOSS = 0.1;
+
+interface Stream {
+  packets: Buffer[];
+  /** Index into packets where each batch starts (for pacing by batch). */
+  batchStarts: number[];
+  transactions: number;
+  sets: number;
+}
+
+/** mulberry32: the same stream and the same losses every run. */
+function rng(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), s | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function makeStream(seed: Buffer): Stream {
+  const dir = fixture('txns');
+  const txs = fs
+    .readdirSync(dir)
+    .map((n) => fs.readFileSync(`${dir}/${n}`))
+    .filter((b) => decodeTransaction(b, 0n).ok);
+  const rand = rng(7);
+  const out: Stream = { packets: [], batchStarts: [], transactions: 0, sets: 0 };
+  let chainedRoot: Buffer = Buffer.alloc(32);
+  for (let s = 0; s < SLOTS; s++) {
+    let fec = 0;
+    for (let b = 0; b < BATCHES_PER_SLOT; b++) {
+      // 20–80 entries of 0–3 transactions: one to three sets per batch, like a busy mainnet slot's batches.
+      const entries = Array.from({ length: 20 + Math.floor(rand() * 60) }, () => ({
+        numHashes: 12_500n,
+        hash: crypto.createHash('sha256').update(String(rand())).digest(),
+        txs: Array.from({ length: Math.floor(rand() * 4) }, () => txs[Math.floor(rand() * txs.length)]!),
+      }));
+      out.transactions += entries.reduce((n, e) => n + e.txs.length, 0);
+      const lastInSlot = b === BATCHES_PER_SLOT - 1;
+      const r = shredBatch(encodeEntryBatch(entries), {
+        slot: FIRST_SLOT + s, parentOffset: 1, shredVersion: SHRED_VERSION, fecSetIndexStart: fec, chainedRoot, leaderSeed32: seed, lastInSlot,
+      });
+      out.batchStarts.push(out.packets.length);
+      out.packets.push(...r.shreds);
+      out.sets += r.merkleRoots.length;
+      chainedRoot = r.merkleRoots[r.merkleRoots.length - 1]!;
+      fec = r.nextFecSetIndex;
+    }
+  }
+  return out;
+}
+
+function pipelineFor(leader: Buffer, sink: ConstructorParameters<typeof Pipeline>[0]['sink']): Pipeline {
+  return new Pipeline({ shredVersion: SHRED_VERSION, leaders: fixedLeader(leader), slotWindow: 512, sink });
+}
+
+function checkComplete(s: PipelineStats, stream: Stream, what: string): void {
+  if (s.transactions !== stream.transactions || s.setsCompleted !== stream.sets) {
+    throw new Error(`${what}: decoded ${s.transactions}/${stream.transactions} transactions, ${s.setsCompleted}/${stream.sets} sets`);
+  }
+}
+
+function throughput(name: string, stream: Stream, leader: Buffer, loss: number): BenchResult {
+  const rand = rng(11);
+  const packets = loss === 0 ? stream.packets : stream.packets.filter(() => rand() >= loss);
+  let records = 0;
+  // The sink builds the records (encode included) and drops them: this case measures the CPU side only.
+  const sink = publishSink({
+    offer: (item) => {
+      if (item.topic !== 'stream.slots') records += item.records.length;
+      return true;
+    },
+  });
+  const p = pipelineFor(leader, sink);
+  const sampler = new ProcessSampler().start();
+  const t0 = performance.now();
+  for (const pk of packets) p.push(pk, t0);
+  const ms = performance.now() - t0;
+  const usage = sampler.stop();
+  const s = p.stats();
+  checkComplete(s, stream, name);
+  if (records !== stream.transactions) throw new Error(`${name}: ${records} records for ${stream.transactions} transactions`);
+  return {
+    bench: 'ingest',
+    case: name,
+    figures: {
+      shreds: packets.length,
+      shreds_per_s: packets.length / (ms / 1000),
+      sets_per_s: s.setsCompleted / (ms / 1000),
+      txs_per_s: s.transactions / (ms / 1000),
+      us_per_shred: (ms * 1000) / packets.length,
+      recovered_sets: s.setsRecovered,
+      cpu_pct: usage.cpuPct,
+      heap_peak_mb: usage.heapPeakMb,
+    },
+  };
+}
+
+async function latency(stream: Stream, leader: Buffer): Promise<BenchResult> {
+  const bus = new EmbeddedBus({ log: createLogger({ level: 'warn', destination: new Writable({ write: (_c, _e, cb) => cb() }) }) });
+  const topics = { transactions: 'bench.ingest.transactions', slots: 'bench.ingest.slots' };
+  await bus.createTopics([
+    { name: topics.transactions, partitions: 1, compacted: false },
+    { name: topics.slots, partitions: 1, compacted: false },
+  ]);
+  const samples: number[] = [];
+  const publisher = new Publisher(bus, { maxItems: 4096 });
+  const p = pipelineFor(leader, publishSink(publisher, { topics, onLatency: (ms) => samples.push(ms) }));
+  const starts = [...stream.batchStarts, stream.packets.length];
+  const t0 = performance.now();
+  for (let b = 0; b + 1 < starts.length; b++) {
+    for (let i = starts[b]!; i < starts[b + 1]!; i++) p.push(stream.packets[i]!, nowMs());
+    await new Promise((r) => setImmediate(r)); // let the produce of this batch resolve, as the UDP drain would
+  }
+  await publisher.idle();
+  const ms = performance.now() - t0;
+  checkComplete(p.stats(), stream, 'latency');
+  await bus.close();
+  const l = summarize(samples);
+  return {
+    bench: 'ingest',
+    case: 'latency: completing shred → produce resolved (embedded bus, paced by batch)',
+    figures: { batches: l.count, shreds_per_s: stream.packets.length / (ms / 1000), p50_ms: l.p50, p99_ms: l.p99, max_ms: l.max },
+  };
+}
+
+export async function benchIngest(): Promise<BenchResult[]> {
+  const seed = crypto.createHash('sha256').update('meridian bench leader').digest();
+  const leader = publicKeyFromSeed(seed);
+  const stream = makeStream(seed);
+  // Warm the JIT on a throwaway pass so the first measured case is not the one paying for it.
+  throughput('warm-up', stream, leader, 0);
+  const results = [
+    throughput('throughput: loss-free', stream, leader, 0),
+    throughput(`throughput: ${LOSS * 100}% of shreds missing`, stream, leader, LOSS),
+    await latency(stream, leader),
+  ];
+  results[0]!.note = `${stream.packets.length} shreds, ${stream.sets} FEC sets, ${SLOTS * BATCHES_PER_SLOT} batches, ${stream.transactions} transactions; one core, leader check on`;
+  return results;
+}
+
+if (require.main === module) {
+  void benchIngest().then((r) => console.log(formatResults('ingest', r)));
+}
