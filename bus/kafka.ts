@@ -9,12 +9,18 @@ import {
   type KafkaMessage,
   type LogEntry,
   type Producer,
+  type logCreator,
 } from 'kafkajs';
 import type { Bus, BusMessage, ConsumeOptions, Consumer, ProduceRecord, TopicSpec } from './bus';
 import { rootLogger, type Log } from '../infra/log';
 
-// The Bus on Apache Kafka through kafkajs. kafkajs has no manual partition assignment, so an independent
-// reader is a consumer group of one with a random id that never commits, and it keeps its own positions.
+// The Bus on Apache Kafka through kafkajs.
+//   produce: one producer.send per call, acks from all in-sync replicas, no client-side batching delay.
+//   consume: kafkajs has no manual partition assignment, so an independent reader is a consumer group of one
+//     with a random id that never commits and keeps its own positions; a group member commits after each
+//     handled batch. Reader (below) adds what kafkajs lacks: fixed 'latest' positions and restarts.
+//   logging: kafkajs's lines go to our logger at warn, and errors leave this module, with broker addresses
+//     masked (the logging rule treats endpoints like URLs).
 
 export interface KafkaBusOptions {
   brokers: string[];
@@ -25,7 +31,10 @@ export interface KafkaBusOptions {
    * which serializes concurrent produce() calls, so it is off by default.
    */
   idempotent?: boolean;
-  /** Longest a fetch waits on the broker for data; small for low latency (the broker answers as soon as 1 byte is there). */
+  /**
+   * Longest an idle fetch waits on the broker (ms). The broker answers as soon as data arrives, so this does not
+   * add latency; kept short because kafkajs applies seeks, pauses, heartbeats and close() between fetches.
+   */
   maxWaitMs?: number;
   /**
    * kafkajs's retry budget for every request (default: 5 retries, at most 30 s). A caller with its own retry
@@ -41,7 +50,7 @@ const tp = (topic: string, partition: number): string => `${topic}\0${partition}
 const HOST_PORT_RE = /\b[\w.-]+:\d{2,5}\b/g;
 
 /** kafkajs's own log lines, at warn and above only, without broker addresses (they are endpoints). */
-function kafkajsLogCreator(log: Log) {
+function kafkajsLogCreator(log: Log): logCreator {
   return () =>
     ({ namespace, level, log: entry }: LogEntry): void => {
       const fields = { kafkajs: namespace, error: typeof entry.error === 'string' ? entry.error.replace(HOST_PORT_RE, '[broker]') : undefined };
@@ -344,7 +353,7 @@ class Reader implements Consumer {
         if (at !== undefined) kc.seek({ ...a, offset: at });
       }
       this.ready_.resolve();
-    } else if (false && first && this.options.from === 'latest' && assigned.length > 0) {
+    } else if (first && this.options.from === 'latest' && assigned.length > 0) {
       this.startGroupAtEnds(kc, assigned).then(this.ready_.resolve, (e: unknown) => this.ready_.reject(scrubError(e)));
     } else {
       this.ready_.resolve();

@@ -2,7 +2,10 @@
 // one FEC set (slot, fec_set_index) at a time.
 //
 // Per shred, in order:
-//   1. slot window around the highest slot that completed a set (none until the first completion);
+//   1. slot window around the highest slot that completed a set (none until the first completion). A window
+//      that traffic has left (a cluster restart back to low slots, a jump ahead, a spoofed jump with the check
+//      off) would wedge ingest for good, so when nothing has completed for windowResetMs and a shred arrives
+//      outside the window, all state is dropped and the window starts again from that traffic;
 //   2. the set's state: none → the shred opens it: fold its proof to a root and verify the leader's signature
 //      over that root (the one ed25519 verify per set); only then does the set (and a new slot) exist;
 //   3. same position already held → duplicate if equal apart from the retransmitter signature, else a conflict;
@@ -47,6 +50,8 @@ export interface FecResolverOptions {
   shredVersion?: number | null;
   /** Slots kept each side of the highest completed slot (default 512). */
   slotWindow?: number;
+  /** Quiet time (no completed set) after which a shred outside the window resets it (default 10 s). */
+  windowResetMs?: number;
   maxInProgressSets?: number;
   maxCompletedSets?: number;
   registry?: Registry;
@@ -74,11 +79,14 @@ export class FecResolver {
   private readonly done = new Set<FecSetState>();
   private readonly seenSlots = new Set<number>();
   private highest = -1;
+  private readonly windowResetMs: number;
+  private lastCompletionMs = 0;
 
   constructor(opts: FecResolverOptions = {}) {
     this.leaders = opts.leaders ?? null;
     this.shredVersion = opts.shredVersion ?? null;
     this.window = opts.slotWindow ?? 512;
+    this.windowResetMs = opts.windowResetMs ?? 10_000;
     this.maxActive = opts.maxInProgressSets ?? 1024;
     this.maxDone = opts.maxCompletedSets ?? 65_536;
     this.onNewSlot = opts.onNewSlot;
@@ -97,7 +105,10 @@ export class FecResolver {
 
   add(v: ShredView, nowMs: number): ResolveOutcome {
     this.counters.plain.shreds.inc();
-    if (this.highest >= 0 && (v.slot + this.window < this.highest || v.slot > this.highest + this.window)) return this.reject('slot_window');
+    if (this.highest >= 0 && (v.slot + this.window < this.highest || v.slot > this.highest + this.window)) {
+      if (nowMs - this.lastCompletionMs < this.windowResetMs) return this.reject('slot_window');
+      this.resetWindow();
+    }
     const st = this.slots.get(v.slot)?.get(v.fecSetIndex);
     if (st === undefined) return this.open(v, nowMs);
     if (st.done) {
@@ -202,6 +213,7 @@ export class FecResolver {
       this.counters.plain.recoveredShreds.inc(set.recoveredData);
     }
     if (st.slot > this.highest) this.advance(st.slot);
+    this.lastCompletionMs = nowMs;
     return { kind: 'completes', set };
   }
 
@@ -213,6 +225,13 @@ export class FecResolver {
       if (sets.size === 0) this.slots.delete(st.slot);
     }
     if (unfinished) this.counters.plain.evictedSets.inc();
+  }
+
+  private resetWindow(): void {
+    for (const st of [...this.active, ...this.done]) this.evict(st, !st.done);
+    this.seenSlots.clear();
+    this.highest = -1;
+    this.counters.plain.windowResets.inc();
   }
 
   /** The window moves with the highest completed slot; everything below it goes. */

@@ -22,6 +22,8 @@ export interface FecResolverStats {
   /** In-progress sets dropped for the cap or the slot window before completing. */
   evictedSets: number;
   newSlots: number;
+  /** The slot window was dropped because nothing completed inside it for windowResetMs while shreds arrived outside it. */
+  windowResets: number;
   dropped: Record<DropReason, number>;
 }
 
@@ -38,6 +40,7 @@ const PLAIN: Record<Plain, [name: string, help: string]> = {
   equivocations: ['meridian_ingest_equivocations_total', 'Shreds proving a second signed root for an FEC set'],
   evictedSets: ['meridian_ingest_fec_sets_evicted_total', 'In-progress FEC sets evicted before completing'],
   newSlots: ['meridian_ingest_slots_seen_total', 'Slots seen for the first time (first verified shred)'],
+  windowResets: ['meridian_ingest_slot_window_resets_total', 'Slot window resets after traffic moved outside it (cluster restart, jump)'],
 };
 
 export class ResolverCounters {

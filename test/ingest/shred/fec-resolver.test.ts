@@ -214,6 +214,21 @@ describe('FecResolver', () => {
       assert.deepEqual(r.push(s1000[80]!, 0), { kind: 'rejected', reason: 'slot_window' });
     });
 
+    it('resets a window that traffic has left once nothing completed for windowResetMs (no permanent wedge)', () => {
+      const r = new FecResolver({ leaders: fixedLeader(d.publicKey), slotWindow: 100, windowResetMs: 5_000 });
+      for (const p of shredSlot(1000).slice(0, 32)) r.push(p, 1_000);
+      assert.equal(r.stats().highestCompletedSlot, 1000);
+      const restarted = shredSlot(3);
+      // Soon after the last completion: outside the window is still rejected.
+      assert.deepEqual(r.push(restarted[0]!, 2_000), { kind: 'rejected', reason: 'slot_window' });
+      // After the quiet period the same traffic resets the window, completes, and becomes the new window.
+      const outcomes = restarted.slice(0, 32).map((p) => r.push(p, 7_000).kind);
+      assert.equal(outcomes.filter((k) => k === 'completes').length, 1);
+      assert.equal(r.stats().windowResets, 1);
+      assert.equal(r.stats().highestCompletedSlot, 3);
+      assert.deepEqual(r.push(shredSlot(1000)[40]!, 7_001), { kind: 'rejected', reason: 'slot_window' });
+    });
+
     it('caps in-progress sets, evicting the oldest', () => {
       const r = new FecResolver({ maxInProgressSets: 2 });
       const shreds = shredSlot(5, false, 70_000);
