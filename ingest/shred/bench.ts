@@ -32,7 +32,7 @@ export interface SyntheticOptions {
 }
 
 /** Deterministic PRNG (mulberry32): benchmarks compare runs, so the stream must not change between them. */
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

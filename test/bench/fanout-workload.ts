@@ -3,6 +3,7 @@ import { encodeTxRecord } from '../../bus/topics/stream-transactions';
 import type { FilterSpec } from '../../fanout/filter';
 import { encodeTransaction } from '../../proto/wire';
 import { b58, fixtureTxs } from '../fanout/support';
+import { rng } from '../../ingest/shred/bench';
 
 // The fanout benchmark's workload, generated the same way (seeded) in the bench process (subscriber filters)
 // and in the fanout process (transactions, embedded bus), so neither ships data to the other.
@@ -32,18 +33,6 @@ export const WORKLOAD = {
 
 export const STAMP_OFF = 0;
 export const SEQ_OFF = 8;
-
-/** mulberry32: small, seeded, good enough to draw keys. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function accountKey(kind: 'user' | 'hot', i: number): Buffer {
   const b = Buffer.alloc(32, kind === 'user' ? 0x33 : 0x44);

@@ -1,23 +1,11 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import type { BusMessage } from '../../bus/bus';
 import { foldLatest } from '../../bus/compacted';
 import { EmbeddedBus, type EmbeddedBusOptions } from '../../bus/embedded';
 import { murmur2, partitionForKey } from '../../bus/murmur2';
-import { createLogger } from '../../infra/log';
 import { Collector, runBusContract, uniqueName, waitFor } from './contract';
+import { quietLog } from '../support/log-capture';
 
-/** A logger whose lines are kept (handler failures are logged; the tests read them instead of the console). */
-function quietLog(): { log: ReturnType<typeof createLogger>; lines: string[] } {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l.length > 0));
-      cb();
-    },
-  });
-  return { log: createLogger({ destination, level: 'info' }), lines };
-}
 
 function bus(opts: EmbeddedBusOptions = {}): EmbeddedBus {
   return new EmbeddedBus({ log: quietLog().log, ...opts });

@@ -1,26 +1,14 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { BusMessage, Consumer } from '../../bus/bus';
 import { KafkaBus } from '../../bus/kafka';
-import { createLogger, type Log } from '../../infra/log';
 import { kafkaBrokers } from '../support/kafka';
 import { Collector, runBusContract, uniqueName, waitFor } from './contract';
+import { quietLog } from '../support/log-capture';
 
 // KafkaBus against a real broker (test/support/kafka.ts picks one): the shared Bus contract, then what only
 // Kafka makes hard — the join-then-resolve race of 'latest', commits after handlers, topic settings.
 
-/** kafkajs warns on every retry; keep its lines out of the test output but available to assertions. */
-function quietLog(): { log: Log; lines: string[] } {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l.length > 0));
-      cb();
-    },
-  });
-  return { log: createLogger({ destination, level: 'info' }), lines };
-}
 
 async function makeBus(): Promise<KafkaBus> {
   return new KafkaBus({ brokers: await kafkaBrokers(), clientId: 'meridian-test', log: quietLog().log });

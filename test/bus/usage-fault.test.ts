@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import type { Bus, BusMessage, ProduceRecord } from '../../bus/bus';
 import { KafkaBus } from '../../bus/kafka';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { decodeUsageEvent, newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
 import { UsageProducer } from '../../bus/usage-producer';
 import type { LocalBroker } from '../../infra/kafka/broker';
-import { createLogger, type Log } from '../../infra/log';
 import { Registry } from '../../infra/metrics';
 import { restartableBroker } from '../support/kafka';
 import { Collector, waitFor } from './contract';
+import { quietLog } from '../support/log-capture';
 
 // usage.events must survive a broker outage: a UsageProducer keeps emitting while its broker is stopped and
 // started again (same port, same data), and afterwards the topic holds every accepted event id. Duplicates
@@ -20,16 +19,6 @@ const EVENTS_DURING = 400;
 const EVENTS_AFTER = 600;
 const CHUNK = 50;
 
-function quietLog(): { log: Log; lines: string[] } {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l.length > 0));
-      cb();
-    },
-  });
-  return { log: createLogger({ destination, level: 'info' }), lines };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
