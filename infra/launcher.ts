@@ -34,7 +34,11 @@ async function openRentals(cfg: Config, bus: Bus, log: Log, stoppers: Stopper[])
 export async function launch(cfg: Config, log: Log): Promise<Running> {
   const stoppers: Stopper[] = [];
   const endpoints: Record<string, string> = {};
+  // /readyz turns 503 the moment shutdown begins, so a load balancer drains this instance before streams end.
+  let started = false;
+  let stopping = false;
   const stop = async (): Promise<void> => {
+    stopping = true;
     for (const s of stoppers.splice(0).reverse()) {
       try {
         await s();
@@ -44,6 +48,16 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
     }
   };
   try {
+    // First up, last down: /readyz says "not ready" while components start and while they drain.
+    if (cfg.metrics.enabled) {
+      const server: Server = await serveMetrics(metrics, cfg.metrics.host, cfg.metrics.port, [{ name: 'running', check: () => started && !stopping }]);
+      stoppers.push(() => new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections(); // a keep-alive scraper must not hold shutdown open
+      }));
+      const a = server.address();
+      if (a !== null && typeof a === 'object') endpoints.metrics = `http://${cfg.metrics.host}:${a.port}/metrics`;
+    }
     const bus = await openBus(cfg.bus);
     stoppers.push(() => bus.close());
     log.info({ bus: bus.kind }, 'bus open');
@@ -62,18 +76,13 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       stoppers.push(() => ingest.close());
       endpoints.ingest = `udp://${ingest.address.host}:${ingest.address.port}`;
     }
-    if (cfg.metrics.enabled) {
-      const server: Server = await serveMetrics(metrics, cfg.metrics.host, cfg.metrics.port, [{ name: 'bus', check: () => true }]);
-      stoppers.push(() => new Promise<void>((r) => server.close(() => r())));
-      const a = server.address();
-      if (a !== null && typeof a === 'object') endpoints.metrics = `http://${cfg.metrics.host}:${a.port}/metrics`;
-    }
     if (cfg.demo.enabled && cfg.ingest.enabled) {
       const ingestAddr = endpoints.ingest!.slice('udp://'.length);
       const demo = await startDemoTraffic(cfg.demo, ingestAddr, log.child({ component: 'demo' }));
       stoppers.push(() => demo.close());
       endpoints.demoAccounts = demo.accounts.join(',');
     }
+    started = true;
     return { endpoints, stop };
   } catch (e) {
     await stop();
