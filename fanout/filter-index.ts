@@ -39,22 +39,28 @@ export interface Match<S> {
   set: CompiledFilterSet;
 }
 
-type Postings<S> = Map<string, Set<Entry<S>>>;
+/** The entries listing one key, and the last match() that visited them (a repeated key is visited once). */
+interface Posting<S> {
+  entries: Set<Entry<S>>;
+  gen: number;
+}
+
+type Postings<S> = Map<string, Posting<S>>;
 
 function addPosting<S>(p: Postings<S>, key: string, e: Entry<S>): void {
   let s = p.get(key);
   if (s === undefined) {
-    s = new Set();
+    s = { entries: new Set(), gen: 0 };
     p.set(key, s);
   }
-  s.add(e);
+  s.entries.add(e);
 }
 
 function removePosting<S>(p: Postings<S>, key: string, e: Entry<S>): void {
   const s = p.get(key);
   if (s === undefined) return;
-  s.delete(e);
-  if (s.size === 0) p.delete(key);
+  s.entries.delete(e);
+  if (s.entries.size === 0) p.delete(key);
 }
 
 export class FilterIndex<S> {
@@ -64,8 +70,8 @@ export class FilterIndex<S> {
   private readonly matchAll = new Set<Owner<S>>();
   private readonly owners = new Map<S, Owner<S>>();
   private gen = 0;
-  /** Reused per call: the keys of the transaction being matched (a malformed one may repeat a key). */
-  private readonly seen = new Set<string>();
+  /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
+  private readonly touched: Owner<S>[] = [];
 
   /** Installs `set` as the subscriber's whole filter set (a replacement, never a patch). */
   replace(sub: S, set: CompiledFilterSet): void {
@@ -110,38 +116,36 @@ export class FilterIndex<S> {
    */
   match(keys: Buffer): Match<S>[] {
     const gen = ++this.gen;
-    const touched: Owner<S>[] = [];
-    const touch = (o: Owner<S>): void => {
-      if (o.touchedGen !== gen) {
-        o.touchedGen = gen;
-        touched.push(o);
-      }
-    };
-    const seen = this.seen;
-    seen.clear();
+    const touched = this.touched;
+    touched.length = 0;
+    // A malformed transaction may repeat a key; a posting already visited for this transaction is skipped
+    // (stamped with `gen`), so a repeat can neither count twice towards `required` nor cost a second walk.
     for (let off = 0; off + PUBKEY_LEN <= keys.length; off += PUBKEY_LEN) {
       const k = keyString(keys, off);
-      if (seen.has(k)) continue;
-      seen.add(k);
       const inc = this.include.get(k);
-      if (inc !== undefined) {
-        for (const e of inc) {
+      if (inc !== undefined && inc.gen !== gen) {
+        inc.gen = gen;
+        for (const e of inc.entries) {
           fresh(e, gen).includeHit = true;
-          touch(e.owner);
+          touch(touched, e.owner, gen);
         }
       }
       const req = this.required.get(k);
-      if (req !== undefined) {
-        for (const e of req) {
+      if (req !== undefined && req.gen !== gen) {
+        req.gen = gen;
+        for (const e of req.entries) {
           fresh(e, gen).requiredHits++;
-          touch(e.owner);
+          touch(touched, e.owner, gen);
         }
       }
       // An exclusion alone never makes a match, so it marks without touching.
       const exc = this.exclude.get(k);
-      if (exc !== undefined) for (const e of exc) fresh(e, gen).excluded = true;
+      if (exc !== undefined && exc.gen !== gen) {
+        exc.gen = gen;
+        for (const e of exc.entries) fresh(e, gen).excluded = true;
+      }
     }
-    for (const o of this.matchAll) touch(o);
+    for (const o of this.matchAll) touch(touched, o, gen);
 
     const out: Match<S>[] = [];
     for (const o of touched) {
@@ -156,7 +160,16 @@ export class FilterIndex<S> {
       }
       if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
     }
+    touched.length = 0; // drop the references until the next call
     return out;
+  }
+}
+
+/** Records the owner once per transaction. */
+function touch<S>(touched: Owner<S>[], o: Owner<S>, gen: number): void {
+  if (o.touchedGen !== gen) {
+    o.touchedGen = gen;
+    touched.push(o);
   }
 }
 
