@@ -8,6 +8,7 @@ import { SubscribeResponse, SubscribeResponseTransaction } from '../../proto/gen
 import { streamServiceDefinition, type SubscribeRequestInit } from '../../proto/service';
 import type { FanoutStats } from '../../fanout/fanout';
 import { FanoutChild } from '../fanout/child-process';
+import type { LatencyCounts } from '../fanout/fanout-child';
 import { fixtureTxs, quietLog, uniqueTopics } from '../fanout/support';
 import { kafkaBrokers } from '../support/kafka';
 import { encodeTransaction } from '../../proto/wire';
@@ -153,7 +154,21 @@ interface Phase {
   heapMb: number;
   /** This process: the 1,000 clients (and the Kafka publisher). */
   clientsCpuPct: number;
+  /** Upper bucket bound holding the server's p99 (observed-at → write), from the fanout's own histogram. */
+  serverP99Le: number;
   drained: boolean;
+}
+
+/** The bucket bound under which 99% of the writes between two histogram snapshots fall. */
+function serverP99(a: LatencyCounts, b: LatencyCounts): number {
+  const total = b.count - a.count;
+  if (total <= 0) return Number.NaN;
+  let cum = 0;
+  for (let i = 0; i < b.buckets.length; i++) {
+    cum += b.counts[i]! - a.counts[i]!;
+    if (cum >= total * 0.99) return b.buckets[i]!;
+  }
+  return Number.POSITIVE_INFINITY;
 }
 
 type Publisher = (rate: number, seconds: number, seq0: number) => Promise<{ published: number; elapsedMs: number }>;
@@ -197,6 +212,7 @@ async function phase(child: FanoutChild, subs: Subscribers, publish: Publisher, 
     rssMb: u1.rssMb,
     heapMb: u1.heapMb,
     clientsCpuPct: clientUsage.cpuPct,
+    serverP99Le: serverP99(u0.latency, u1.latency),
     drained,
   };
 }
@@ -214,6 +230,7 @@ function phaseResult(name: string, p: Phase): BenchResult {
       p50_ms: p.p50,
       p99_ms: p.p99,
       max_ms: p.max,
+      server_p99_le_ms: p.serverP99Le,
       fanout_cpu_pct: p.cpuPct,
       fanout_rss_mb: p.rssMb,
       fanout_heap_mb: p.heapMb,

@@ -4,11 +4,12 @@ import { KafkaBus } from '../../bus/kafka';
 import { emptyRegistry } from '../../bus/rental-registry';
 import { startFanout } from '../../fanout/server';
 import { quietLog, testConfig } from './support';
+import { fanoutMetrics } from '../../fanout/metrics';
 
 // A fanout in a process of its own, driven over the fork() IPC channel. The horizontal-scale test starts two
 // on one Kafka cluster; the benchmark starts one so that its CPU and memory are the fanout's alone.
 //
-//   parent → child   { type: 'usage' }                     → { type: 'usage', cpuMs, rssMb, heapMb, stats }
+//   parent → child   { type: 'usage' }                     → { type: 'usage', cpuMs, rssMb, heapMb, stats, latency }
 //                    { type: 'feed', ... } (embedded only)  → { type: 'fed', published, elapsedMs }
 //                    { type: 'close' }                      → exits 0 once closed
 //   child → parent   { type: 'ready', address } once the server listens and the bus reader is positioned
@@ -24,11 +25,18 @@ export interface ChildConfig {
   feedModule?: string;
 }
 
+/** The fanout's own observed-at → write histogram (cumulative), so the bench can tell server latency from client latency. */
+export interface LatencyCounts {
+  buckets: number[];
+  counts: number[];
+  count: number;
+}
+
 export type ChildRequest = { type: 'usage' } | { type: 'close' } | { type: 'feed'; [k: string]: unknown };
 
 export type ChildReply =
   | { type: 'ready'; address: string }
-  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; stats: unknown }
+  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; stats: unknown; latency: LatencyCounts }
   | { type: 'fed'; published: number; elapsedMs: number }
   | { type: 'error'; message: string };
 
@@ -66,7 +74,7 @@ async function main(): Promise<void> {
         if (m.type === 'usage') {
           const cpu = process.cpuUsage();
           const mem = process.memoryUsage();
-          send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssMb: Math.max(peakRss, mem.rss) / 2 ** 20, heapMb: Math.max(peakHeap, mem.heapUsed) / 2 ** 20, stats: fanout.stats() });
+          send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssMb: Math.max(peakRss, mem.rss) / 2 ** 20, heapMb: Math.max(peakHeap, mem.heapUsed) / 2 ** 20, stats: fanout.stats(), latency: { buckets: fanoutMetrics.latencyMs.buckets, counts: [...fanoutMetrics.latencyMs.counts], count: fanoutMetrics.latencyMs.count } });
           peakRss = 0;
           peakHeap = 0;
         } else if (m.type === 'feed') {
