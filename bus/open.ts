@@ -1,7 +1,7 @@
 import type { Bus } from './bus';
 import { EmbeddedBus } from './embedded';
 import { KafkaBus } from './kafka';
-import { defaultTopicSpecs } from './topics';
+import { TOPIC, defaultTopicSpecs } from './topics';
 import type { BusConfig } from '../infra/config';
 
 // The one place that knows which Bus implementation runs (DESIGN.md: nothing but bus/ knows).
@@ -11,9 +11,16 @@ export interface OpenBusOptions {
   idempotent?: boolean;
 }
 
+// On one machine the stream topics are read live; what they retain only serves late readers, so keep it small
+// (a minute or so at mainnet rates) instead of the embedded default of 200k messages per partition.
+const EMBEDDED_STREAM_LIMITS = {
+  [TOPIC.streamTransactions]: { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 64 * 1024 * 1024 },
+  [TOPIC.streamSlots]: { maxMessagesPerPartition: 10_000 },
+};
+
 export async function openBus(cfg: BusConfig, opts: OpenBusOptions = {}): Promise<Bus> {
   const bus: Bus =
-    cfg.kind === 'kafka' ? new KafkaBus({ brokers: cfg.brokers, clientId: cfg.clientId, idempotent: opts.idempotent ?? false }) : new EmbeddedBus();
+    cfg.kind === 'kafka' ? new KafkaBus({ brokers: cfg.brokers, clientId: cfg.clientId, idempotent: opts.idempotent ?? false }) : new EmbeddedBus({ topicLimits: EMBEDDED_STREAM_LIMITS });
   if (cfg.createTopics) {
     try {
       await bus.createTopics(defaultTopicSpecs({ stream: cfg.streamPartitions }));
