@@ -1,9 +1,7 @@
-import fs from 'node:fs';
 import { expectOnly, parseArgs, UsageError } from '../../infra/args';
-import { CaptureError, readCapture, type Capture } from '../capture';
 import { Pipeline, type PipelineStats } from '../pipeline';
 import { fixedLeader, type LeaderKeys } from '../shred/leader-keys';
-import { formatFlag, numberFlag, onePositional } from './flags';
+import { formatFlag, numberFlag, onePositional, loadCapture } from './flags';
 import { txJson } from './tx-json';
 
 // `meridian decode <capture> [--format pcap|ar|u64lp] [--shred-version N] [--leader <base58>]`
@@ -45,14 +43,8 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
 
-  let capture: Capture;
-  try {
-    capture = readCapture(fs.readFileSync(file), format);
-  } catch (e) {
-    if (!(e instanceof CaptureError) && !(e instanceof Error && 'code' in e)) throw e;
-    process.stderr.write(`meridian decode: ${file}: ${e.message}\n`);
-    return 1;
-  }
+  const capture = loadCapture('decode', file, format);
+  if (capture === null) return 1;
 
   let pending: string[] = [];
   const pipeline = new Pipeline({

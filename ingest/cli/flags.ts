@@ -1,5 +1,6 @@
+import fs from 'node:fs';
 import { UsageError, type ParsedArgs } from '../../infra/args';
-import { CAPTURE_FORMATS, type CaptureFormat } from '../capture';
+import { CAPTURE_FORMATS, CaptureError, readCapture, type Capture, type CaptureFormat } from '../capture';
 
 // Flag values shared by the ingest commands, each failing with a UsageError that names the flag.
 
@@ -33,4 +34,15 @@ export function formatFlag<F extends CaptureFormat>(args: ParsedArgs, allowed: r
 export function onePositional(args: ParsedArgs, what: string): string {
   if (args.positional.length !== 1) throw new UsageError(`expected one ${what}, got ${args.positional.length}`);
   return args.positional[0]!;
+}
+
+/** Reads a capture file; an unreadable or malformed file is reported on stderr and gives null (exit 1). */
+export function loadCapture(command: string, file: string, format: CaptureFormat | undefined): Capture | null {
+  try {
+    return readCapture(fs.readFileSync(file), format);
+  } catch (e) {
+    if (!(e instanceof CaptureError) && !(e instanceof Error && 'code' in e)) throw e;
+    process.stderr.write(`meridian ${command}: ${file}: ${e.message}\n`);
+    return null;
+  }
 }

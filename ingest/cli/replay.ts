@@ -1,9 +1,7 @@
 import dgram from 'node:dgram';
-import fs from 'node:fs';
 import net from 'node:net';
 import { expectOnly, parseArgs } from '../../infra/args';
-import { CaptureError, readCapture, type Capture } from '../capture';
-import { formatFlag, hostPortFlag, numberFlag, onePositional } from './flags';
+import { formatFlag, hostPortFlag, numberFlag, onePositional, loadCapture } from './flags';
 
 // `meridian replay <capture> --to HOST:PORT [--rate PPS] [--loop N] [--format F]`
 // Sends a capture's packets as UDP datagrams, in capture order. With --rate the sends are paced to that many
@@ -24,14 +22,8 @@ export async function run(argv: string[]): Promise<number> {
   const loops = numberFlag(args, 'loop', { min: 1, integer: true }) ?? 1;
   const format = formatFlag(args);
 
-  let capture: Capture;
-  try {
-    capture = readCapture(fs.readFileSync(file), format);
-  } catch (e) {
-    if (!(e instanceof CaptureError) && !(e instanceof Error && 'code' in e)) throw e;
-    process.stderr.write(`meridian replay: ${file}: ${e.message}\n`);
-    return 1;
-  }
+  const capture = loadCapture('replay', file, format);
+  if (capture === null) return 1;
   const total = capture.packets.length * loops;
   const socket = dgram.createSocket(net.isIPv6(to.host) ? 'udp6' : 'udp4');
   let stop = false;
