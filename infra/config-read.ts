@@ -1,3 +1,5 @@
+import { splitHostPort } from './host-port';
+
 // Small validators for config sections. Each reports the full path of the offending field, so an operator
 // sees "fanout.port: expected an integer in 0..65535, got "abc"" instead of a stack trace.
 
@@ -82,8 +84,7 @@ export function strList(o: Raw, key: string, path: string, dflt: string[]): stri
 /** "host:port" → parts; port 0 means "pick a free one". */
 export function hostPort(o: Raw, key: string, path: string, dflt: string): { host: string; port: number } {
   const v = str(o, key, path, dflt);
-  const m = /^(.*):(\d{1,5})$/.exec(v);
-  if (m === null || Number(m[2]) > 65535) throw new ConfigError(`${path}.${key}: expected HOST:PORT, got ${show(v)}`);
-  const host = m[1]!.replace(/^\[(.*)\]$/, '$1');
-  return { host: host === '' ? '0.0.0.0' : host, port: Number(m[2]) };
+  const hp = splitHostPort(v, '0.0.0.0');
+  if (hp === null) throw new ConfigError(`${path}.${key}: expected HOST:PORT, got ${show(v)}`);
+  return hp;
 }

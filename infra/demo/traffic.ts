@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import dgram from 'node:dgram';
 import bs58 from 'bs58';
 import { shredBatch } from '../../ingest/shred/shredder';
+import { splitHostPort } from '../host-port';
 import { randomKeypair, type Keypair } from '../keys';
 import type { Log } from '../log';
 import type { DemoConfig } from './config';
@@ -20,9 +21,9 @@ export interface DemoTraffic {
 const ENTRIES_PER_SLOT = 4;
 
 export async function startDemoTraffic(cfg: DemoConfig, ingestHostPort: string, log: Log): Promise<DemoTraffic> {
-  const colon = ingestHostPort.lastIndexOf(':');
-  const host = ingestHostPort.slice(0, colon);
-  const port = Number(ingestHostPort.slice(colon + 1));
+  const target = splitHostPort(ingestHostPort, '127.0.0.1');
+  if (target === null) throw new Error(`demo traffic: ingest address is not HOST:PORT`);
+  const { host, port } = target;
   const leader = randomKeypair();
   const payers: Keypair[] = Array.from({ length: cfg.accounts }, () => randomKeypair());
   const socket = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');

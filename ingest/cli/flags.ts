@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { UsageError, type ParsedArgs } from '../../infra/args';
+import { splitHostPort } from '../../infra/host-port';
 import { CAPTURE_FORMATS, CaptureError, readCapture, type Capture, type CaptureFormat } from '../capture';
 
 // Flag values shared by the ingest commands, each failing with a UsageError that names the flag.
@@ -7,10 +8,9 @@ import { CAPTURE_FORMATS, CaptureError, readCapture, type Capture, type CaptureF
 export function hostPortFlag(args: ParsedArgs, name: string): { host: string; port: number } {
   const v = args.get(name);
   if (v === undefined) throw new UsageError(`--${name} HOST:PORT is required`);
-  const m = /^(.*):(\d{1,5})$/.exec(v);
-  if (m === null || Number(m[2]) > 65535) throw new UsageError(`--${name}: expected HOST:PORT, got "${v}"`);
-  const host = m[1]!.replace(/^\[(.*)\]$/, '$1');
-  return { host: host === '' ? '127.0.0.1' : host, port: Number(m[2]) };
+  const hp = splitHostPort(v, '127.0.0.1');
+  if (hp === null) throw new UsageError(`--${name}: expected HOST:PORT, got "${v}"`);
+  return hp;
 }
 
 export function numberFlag(args: ParsedArgs, name: string, opts: { min: number; max?: number; integer?: boolean }): number | undefined {

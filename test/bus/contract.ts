@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Bus, BusMessage, ConsumeOptions, Consumer, ProduceRecord } from '../../bus/bus';
 import { foldLatest } from '../../bus/compacted';
 import { decodeRental, encodeRental, rentalTombstone, type Rental } from '../../bus/topics/rentals';
+import { waitFor } from '../support/wait';
 
 // The Bus contract, run against every implementation (test/bus/embedded.test.ts, test/bus/kafka.test.ts).
 // Every test makes its own topics and groups (random suffix), so runs can share one Kafka broker. Nothing here
@@ -11,14 +12,7 @@ import { decodeRental, encodeRental, rentalTombstone, type Rental } from '../../
 
 const WAIT_MS = 60_000;
 
-/** Polls `cond` until it holds; rejects naming `what` after timeoutMs. */
-export async function waitFor(cond: () => boolean, timeoutMs = WAIT_MS, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+export { waitFor };
 
 export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(5).toString('hex')}`;

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { Writable } from 'node:stream';
 import bs58 from 'bs58';
 import type { BusMessage, Consumer } from '../../bus/bus';
 import { KafkaBus } from '../../bus/kafka';
@@ -8,28 +7,18 @@ import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord } from '../../bus/topics/stream-transactions';
 import type { IngestConfig } from '../../ingest/config';
 import { startIngest, type RunningIngest } from '../../ingest/worker';
-import { createLogger, type Log } from '../../infra/log';
 import { Registry } from '../../infra/metrics';
 import { SubscribeResponseTransaction } from '../../proto/gen/arpc_pb';
 import { kafkaBrokers } from '../support/kafka';
 import { runCli } from './support/child';
 import { goldenTxs, loadGolden, TURBINE } from './support/golden';
+import { quietLog } from '../support/log-capture';
+import { waitFor } from '../support/wait';
 
 // End to end on the real parts: ingest listening on a free UDP port, publishing to a real Kafka broker; the
 // replay CLI (a child process) sends the real turbine capture; a Kafka reader must see exactly the golden
 // transactions — each signature once, decoding to the golden fields — and exactly one slot event.
 
-function quietLog(): Log {
-  return createLogger({ level: 'warn', destination: new Writable({ write: (_c, _e, cb) => cb() }) });
-}
-
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('ingest → Kafka: replaying the real turbine capture', function () {
   this.timeout(180_000);
@@ -48,7 +37,7 @@ describe('ingest → Kafka: replaying the real turbine capture', function () {
     const want = new Map(goldenTxs(golden).map((t) => [t.signatures[0]!, t]));
     assert.equal(want.size, 63);
 
-    const log = quietLog();
+    const { log } = quietLog('warn');
     bus = new KafkaBus({ brokers: await kafkaBrokers(), clientId: 'meridian-test-ingest', log });
     const id = crypto.randomBytes(4).toString('hex');
     const topics = { transactions: `test.ingest.${id}.transactions`, slots: `test.ingest.${id}.slots` };
