@@ -18,13 +18,17 @@ export interface UsageEvent {
   method: string;
   units: number;
   outcome: Outcome;
+  /** EVM chain id (surface `evm` only). */
+  chain?: number;
 }
 
 const SURFACES: ReadonlySet<string> = new Set<Surface>(['stream', 'rpc', 'rpc-ws', 'submit', 'evm']);
 const OUTCOMES: ReadonlySet<string> = new Set<Outcome>(['ok', 'rejected', 'error', 'rate_limited']);
 
 export function newUsageEvent(e: Omit<UsageEvent, 'id' | 'time'> & { time?: Date }): UsageEvent {
-  return { id: randomUUID(), time: (e.time ?? new Date()).toISOString(), rental: e.rental, surface: e.surface, method: e.method, units: e.units, outcome: e.outcome };
+  const ev: UsageEvent = { id: randomUUID(), time: (e.time ?? new Date()).toISOString(), rental: e.rental, surface: e.surface, method: e.method, units: e.units, outcome: e.outcome };
+  if (e.chain !== undefined) ev.chain = e.chain;
+  return ev;
 }
 
 export function encodeUsageEvent(e: UsageEvent): { key: Buffer; value: Buffer } {
@@ -47,5 +51,8 @@ export function decodeUsageEvent(value: Buffer): UsageEvent | { error: string } 
   if (typeof o.method !== 'string') return { error: 'method missing' };
   if (typeof o.units !== 'number' || !Number.isFinite(o.units) || o.units < 0) return { error: 'units invalid' };
   if (typeof o.outcome !== 'string' || !OUTCOMES.has(o.outcome)) return { error: 'outcome invalid' };
-  return { id: o.id, time: o.time, rental: o.rental, surface: o.surface as Surface, method: o.method, units: o.units, outcome: o.outcome as Outcome };
+  if (o.chain !== undefined && (typeof o.chain !== 'number' || !Number.isInteger(o.chain) || o.chain < 0)) return { error: 'chain invalid' };
+  const ev: UsageEvent = { id: o.id, time: o.time, rental: o.rental, surface: o.surface as Surface, method: o.method, units: o.units, outcome: o.outcome as Outcome };
+  if (typeof o.chain === 'number') ev.chain = o.chain;
+  return ev;
 }

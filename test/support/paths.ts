@@ -13,8 +13,8 @@ export function projectRoot(): string {
   }
 }
 
-/** ../shared/fixtures, read in place (never copied into the project). MERIDIAN_FIXTURES overrides. */
-export const FIXTURES = process.env.MERIDIAN_FIXTURES ?? path.resolve(projectRoot(), '..', 'shared', 'fixtures');
+/** test/fixtures: the project's own copy of the captures (origin and licence in its README). MERIDIAN_FIXTURES overrides. */
+export const FIXTURES = process.env.MERIDIAN_FIXTURES ?? path.resolve(projectRoot(), 'test', 'fixtures');
 
 export function fixture(...parts: string[]): string {
   return path.join(FIXTURES, ...parts);

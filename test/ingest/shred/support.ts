@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { readCapture } from '../../../ingest/capture';
 import { fixture } from '../../support/paths';
 
-// The two shred captures and their goldens, read in place from shared/fixtures (never copied), loaded once.
+// The two shred captures and their goldens, read from the project's test/fixtures, loaded once.
 
 export interface ExpectedFecSet {
   slot: number;
