@@ -1,12 +1,13 @@
 import type { Server } from 'node:http';
-import type { Bus } from '../bus/bus';
 import { openBus } from '../bus/open';
-import { emptyRegistry, projectRentals, staticRentals, type RentalRegistry } from '../bus/rental-registry';
+import { startAdmin } from './admin/server';
+import { startBillingJob } from './billing/job';
+import { openRentals } from './rentals-source';
 import { startIngest } from '../ingest/worker';
 import { startFanout } from '../fanout/server';
 import type { Config } from './config';
 import { metrics, serveMetrics } from './metrics';
-import { registerSecret, type Log } from './log';
+import type { Log } from './log';
 import { startDemoTraffic } from './demo/traffic';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
@@ -17,19 +18,6 @@ export interface Running {
 }
 
 type Stopper = () => Promise<void>;
-
-async function openRentals(cfg: Config, bus: Bus, log: Log, stoppers: Stopper[]): Promise<RentalRegistry> {
-  const f = cfg.fanout;
-  let registry: RentalRegistry = emptyRegistry();
-  if (f.rentalsFile !== undefined) registry = staticRentals(f.rentalsFile);
-  if (f.rentalsFromBus) {
-    const projection = await projectRentals(bus, log.child({ component: 'rentals' }), registry);
-    stoppers.push(() => projection.close());
-    registry = projection;
-  }
-  for (const r of registry.all()) registerSecret(...r.tokens, ...r.apiKeys, ...r.dedicatedPaths);
-  return registry;
-}
 
 export async function launch(cfg: Config, log: Log): Promise<Running> {
   const stoppers: Stopper[] = [];
@@ -64,7 +52,18 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
     if (cfg.ingest.shredVersion === null) log.warn('ingest accepts any shred version (local default); set ingest.shredVersion in production');
     if (cfg.ingest.leader.mode === 'off') log.warn('ingest skips the leader-signature check (no leader source configured); set ingest.leader in production');
 
-    const rentals = await openRentals(cfg, bus, log, stoppers);
+    const opened = await openRentals(cfg.rentals, bus, log.child({ component: 'rentals' }));
+    stoppers.push(() => opened.close());
+    const rentals = opened.registry;
+    if (cfg.admin.enabled) {
+      const admin = await startAdmin(bus, rentals, { host: cfg.admin.host, port: cfg.admin.port, regions: cfg.rentals.regions, log: log.child({ component: 'admin' }) });
+      stoppers.push(() => admin.close());
+      endpoints.admin = admin.address;
+    }
+    if (cfg.billing.enabled) {
+      const billing = await startBillingJob(bus, { group: cfg.billing.group, outDir: cfg.billing.outDir, log: log.child({ component: 'billing' }) });
+      stoppers.push(() => billing.close());
+    }
 
     if (cfg.fanout.enabled) {
       const fanout = await startFanout(cfg.fanout, bus, rentals, log.child({ component: 'fanout' }));
