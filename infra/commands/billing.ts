@@ -4,7 +4,7 @@ import { KafkaBus } from '../../bus/kafka';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { expectOnly, parseArgs, UsageError } from '../args';
 import { createLogger, setRootLogger } from '../log';
-import { startBillingJob } from '../billing/job';
+import { startBillingJob, type BillingJob } from '../billing/job';
 import { showProgress } from '../billing/progress';
 import { buildReport, formatReport, toCsv } from '../billing/report';
 import { loadAllLedgers } from '../billing/store';
@@ -53,14 +53,10 @@ export async function run(argv: string[]): Promise<number> {
 
   const log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', destination: process.stderr });
   setRootLogger(log);
-  const bus = new KafkaBus({ brokers, clientId: `meridian-billing-${group}`, log });
-  await bus.createTopics(defaultTopicSpecs().filter((s) => s.name === TOPIC.usageEvents).map((s) => ({ ...s, name: topic })));
-  const job = await startBillingJob(bus, { group, outDir: out, log, topic });
-  await job.ready;
-  process.stderr.write(`billing: group ${group}, ledgers and reports in ${out}\n`);
-  const progress = showProgress(job, process.stderr);
-  await new Promise<void>((resolve) => {
+  let stopping = false;
+  const stopped = new Promise<void>((resolve) => {
     const onSignal = (): void => {
+      stopping = true;
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       resolve();
@@ -68,6 +64,30 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
+  const bus = new KafkaBus({ brokers, clientId: `meridian-billing-${group}`, log });
+  // A job started while the cluster is down (or restarting) waits for it rather than exiting.
+  let job: BillingJob | undefined;
+  for (let delay = 500; job === undefined; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      await bus.createTopics(defaultTopicSpecs().filter((s) => s.name === TOPIC.usageEvents).map((s) => ({ ...s, name: topic })));
+      job = await startBillingJob(bus, { group, outDir: out, log, topic });
+      await job.ready;
+    } catch (e) {
+      if (job !== undefined) await job.close().catch(() => undefined);
+      job = undefined;
+      if (stopping) break;
+      process.stderr.write(`billing: Kafka not reachable (${(e as Error).message.split('\n')[0]}); retrying in ${delay} ms\n`);
+      await Promise.race([new Promise((r) => setTimeout(r, delay)), stopped]);
+      if (stopping) break;
+    }
+  }
+  if (job === undefined) {
+    await bus.close();
+    return 0;
+  }
+  process.stderr.write(`billing: group ${group}, ledgers and reports in ${out}\n`);
+  const progress = showProgress(job, process.stderr);
+  await stopped;
   progress.stop();
   await job.close();
   await bus.close();

@@ -145,7 +145,9 @@ describe('billing job on Kafka', function () {
       await emit(2_500);
       await producer.flush();
       assert.equal(book.accepted.length, 10_000);
-      await waitFor(() => totalsIn([dir], 'fault').events >= 10_000, 240_000, 'all 10,000 events in the ledgers');
+      await waitFor(() => totalsIn([dir], 'fault').events >= 10_000, 240_000, 'all 10,000 events in the ledgers').catch((e: Error) => {
+        throw new Error(`${e.message}; ledgers hold ${totalsIn([dir], 'fault').events}; job said: ${stderr.slice(-600)}`);
+      });
       await sleep(1_500); // nothing more may arrive: a late replay would show as a count above 10,000
       const got = totalsIn([dir], 'fault');
       assert.equal(got.events, 10_000);
