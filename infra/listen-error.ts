@@ -22,8 +22,17 @@ interface ErrnoLike {
   hostname?: unknown;
 }
 
+/** grpc-js reports a failed bind as one Error whose message carries the listen error: "... [listen EADDRINUSE: ... 127.0.0.1:20202]". */
+const GRPC_BIND = /listen (E[A-Z]+):[^\]]*? (\[?[0-9A-Za-z.:-]*?\]?):(\d+)\]?$/;
+
 function errno(err: unknown): ErrnoLike | null {
-  return typeof err === 'object' && err !== null ? (err as ErrnoLike) : null;
+  if (typeof err !== 'object' || err === null) return null;
+  const e = err as ErrnoLike & { message?: unknown };
+  if (typeof e.code !== 'string' && typeof e.message === 'string' && e.message.startsWith('No address added')) {
+    const m = GRPC_BIND.exec(e.message);
+    if (m !== null) return { code: m[1], syscall: 'listen', address: m[2]!.replace(/^\[(.*)\]$/, '$1'), port: Number(m[3]) };
+  }
+  return e;
 }
 
 /** True for the errors of listen() or bind() (TCP and UDP) that a different setting fixes. */

@@ -86,15 +86,19 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     size++;
     schedule();
   });
-  socket.on('error', (err) => opts.log?.warn({ err }, 'ingest UDP socket error'));
-
-  await new Promise<void>((resolve, reject) => {
-    socket.once('error', reject);
-    socket.bind(opts.port, opts.host, () => {
-      socket.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind(opts.port, opts.host, () => {
+        socket.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (e) {
+    socket.close();
+    throw e; // the caller names the setting (a bind failure is reported once, by whoever chose the address)
+  }
+  socket.on('error', (err) => opts.log?.warn({ err }, 'ingest UDP socket error'));
 
   let effective = 0;
   try {
