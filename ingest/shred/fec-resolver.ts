@@ -5,7 +5,8 @@
 //   1. slot window around the highest slot that completed a set (none until the first completion). A window
 //      that traffic has left (a cluster restart back to low slots, a jump ahead, a spoofed jump with the check
 //      off) would wedge ingest for good, so when nothing has completed for windowResetMs and a shred arrives
-//      outside the window, all state is dropped and the window starts again from that traffic;
+//      outside the window, all state is dropped and the window starts again from that traffic; onWindowReset
+//      tells the later stages (reassembly) to drop theirs too, so the new slots stream like a fresh start;
 //   2. the set's state: none → the shred opens it: fold its proof to a root and verify the leader's signature
 //      over that root (the one ed25519 verify per set); only then does the set (and a new slot) exist;
 //   3. same position already held → duplicate if equal apart from the retransmitter signature, else a conflict;
