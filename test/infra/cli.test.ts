@@ -244,6 +244,8 @@ describe('meridian CLI: help, options and bad input (child processes)', function
       let got = 0;
       rx.on('message', () => got++);
       await new Promise<void>((r) => rx.bind(0, local.address, () => r()));
+      // The whole capture (377 kB) fits the socket buffer, so a busy test process loses none of it.
+      rx.setRecvBufferSize(4 * 1024 * 1024);
       try {
         const r = await runCli(['replay', fixture('shreds', 'testnet-385970984-turbine.ar'), '--to', `localhost:${rx.address().port}`, '--rate', '5000']);
         assert.equal(r.code, 0, r.stderr);
