@@ -228,24 +228,51 @@ export interface ArgSpec {
 }
 
 /**
- * @deprecated use parseCommand. Without a declaration this cannot tell an unknown option from one that takes
- * a value; call expectOnly right after it.
+ * @deprecated use parseCommand. The original parser, unchanged so commands written against it keep their
+ * behaviour until they move (-h and --help are theirs to handle here). Without a declaration it cannot tell an
+ * unknown option from one that takes a value; call expectOnly right after it.
  */
 export function parseArgs(argv: string[], spec: ArgSpec = {}): ParsedArgs {
   const booleans = new Set(spec.booleans ?? []);
   const multi = new Set(spec.multi ?? []);
-  const names = new Set<string>([...booleans, ...multi]);
-  for (const a of argv) {
-    if (a === '--') break;
-    if (a.startsWith('--')) names.add(a.slice(2).split('=')[0]!);
+  const positional: string[] = [];
+  const flags = new Map<string, string[]>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      positional.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!a.startsWith('--')) {
+      positional.push(a);
+      continue;
+    }
+    const eq = a.indexOf('=');
+    const name = eq === -1 ? a.slice(2) : a.slice(2, eq);
+    let value: string;
+    if (booleans.has(name)) {
+      value = eq === -1 ? 'true' : a.slice(eq + 1);
+    } else if (eq !== -1) {
+      value = a.slice(eq + 1);
+    } else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new UsageError(`--${name} needs a value`);
+      value = next;
+      i++;
+    }
+    const list = flags.get(name) ?? [];
+    if (list.length > 0 && !multi.has(name)) throw new UsageError(`--${name} given twice`);
+    list.push(value);
+    flags.set(name, list);
   }
-  const options: OptionSpec[] = [...names].filter((n) => n !== 'help').map((name) => ({
-    name,
-    help: '',
-    multi: multi.has(name),
-    value: booleans.has(name) ? undefined : 'VALUE',
-  }));
-  return parseCommand(argv, { command: 'meridian', summary: '(options as given; this command declares none)', options });
+  return {
+    positional,
+    flags,
+    has: (n) => flags.has(n),
+    get: (n) => flags.get(n)?.[0],
+    all: (n) => flags.get(n) ?? [],
+    bool: (n) => flags.has(n) && flags.get(n)![0] !== 'false',
+  };
 }
 
 /** @deprecated parseCommand rejects undeclared options itself. */
