@@ -1,9 +1,13 @@
 #!/usr/bin/env node
-import { UsageError } from './args';
+import { HelpRequested, UsageError, groupHelpText } from './args';
 import { ConfigError } from './config-read';
+import { ListenError, describeListenError } from './listen-error';
 
 // `meridian <command> ...`. Each command is a module exporting `run(argv) → exit code`, loaded on demand so
-// `meridian decode` does not pay for gRPC and Kafka clients.
+// `meridian decode` does not pay for gRPC and Kafka clients. Commands declare their options (infra/args.ts
+// CommandSpec) and parse with parseCommand; this dispatcher turns what they throw into one line and an exit code:
+//   help → stdout, 0 · UsageError → stderr with a hint to --help, 2 · ConfigError → stderr, 2 · a socket that cannot
+//   listen, a file that cannot be opened → stderr, 1 · anything else is a bug → stack trace, 1.
 
 interface Command {
   summary: string;
@@ -11,38 +15,71 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
-  start: { summary: 'run every component on this machine  [--config FILE] [--endpoints FILE]', load: async () => import('./commands/start') },
-  decode: { summary: 'decode a shred capture to JSON lines  <capture> [--format pcap|ar|u64lp] [--shred-version N] [--leader KEY]', load: async () => import('../ingest/cli/decode') },
-  replay: { summary: "send a capture's packets as UDP  <capture> --to HOST:PORT [--rate PPS] [--loop N]", load: async () => import('../ingest/cli/replay') },
-  record: { summary: 'record received packets to a capture  --listen HOST:PORT --out FILE', load: async () => import('../ingest/cli/record') },
-  subscribe: { summary: 'print a v1 stream  [--include K ...] [--exclude K ...] [--required K ...] [--slots] [--url HOST:PORT]', load: async () => import('../fanout/cli/subscribe') },
-  rentals: { summary: 'write and read rentals (events on the rentals topic)  put|get|list|delete', load: async () => import('./commands/rentals') },
-  billing: { summary: 'billing jobs on usage.events  run --group NAME --out DIR | report --out DIR', load: async () => import('./commands/billing') },
-  kafka: { summary: 'local Kafka broker  jars | start [--port N] [--dir DIR]', load: async () => import('./kafka/cli') },
+  start: { summary: 'run every component on this machine', load: async () => import('./commands/start') },
+  decode: { summary: 'decode a shred capture (pcap, ar, u64lp) to JSON lines', load: async () => import('../ingest/cli/decode') },
+  replay: { summary: "send a capture's packets as UDP datagrams", load: async () => import('../ingest/cli/replay') },
+  record: { summary: 'record received UDP datagrams to a capture file', load: async () => import('../ingest/cli/record') },
+  subscribe: { summary: 'print a v1 transaction stream', load: async () => import('../fanout/cli/subscribe') },
+  rentals: { summary: 'write and read rentals, events on the rentals topic (put | get | list | delete)', load: async () => import('./commands/rentals') },
+  billing: { summary: 'billing jobs on usage.events (run | report)', load: async () => import('./commands/billing') },
+  kafka: { summary: 'a local Kafka broker (jars | start)', load: async () => import('./kafka/cli') },
 };
 
 function usage(): string {
-  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
-  return `usage: meridian <command> [options]\n\ncommands:\n${lines.join('\n')}\n`;
+  return groupHelpText({
+    command: 'meridian',
+    summary: 'Rented-node access service for Solana: shred ingest, the v1 transaction stream, and their tools.',
+    commands: Object.entries(COMMANDS).map(([name, c]) => ({ name, summary: c.summary })),
+  });
+}
+
+/** Errors from opening files and sockets that a user fixes by changing an argument: no stack trace. */
+function operatorError(e: unknown): string | null {
+  if (e instanceof ListenError) return e.message;
+  const listen = describeListenError(e);
+  if (listen !== null) return listen;
+  if (typeof e === 'object' && e !== null && 'code' in e && 'syscall' in e && 'path' in e) {
+    const x = e as { code: unknown; syscall: unknown; path: unknown; message: string };
+    if (typeof x.code === 'string' && typeof x.path === 'string') return `${x.path}: ${x.code === 'ENOENT' ? 'no such file or folder' : x.code === 'EACCES' ? 'permission denied' : x.message} (${x.code})`;
+  }
+  return null;
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(usage());
-    return name === undefined ? 2 : 0;
+  if (name === undefined) {
+    process.stderr.write(usage());
+    return 2;
   }
-  const cmd = COMMANDS[name];
+  if (name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return 0;
+  }
+  const cmd = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (cmd === undefined) {
-    process.stderr.write(`meridian: unknown command "${name}"\n\n${usage()}`);
+    const what = name.startsWith('-') ? `unknown option ${name}` : `unknown command "${name}"`;
+    process.stderr.write(`meridian: ${what}\n(see "meridian --help")\n`);
     return 2;
   }
   try {
     return await (await cmd.load()).run(rest);
   } catch (e) {
-    if (e instanceof UsageError || e instanceof ConfigError) {
+    if (e instanceof HelpRequested) {
+      process.stdout.write(e.text);
+      return 0;
+    }
+    if (e instanceof UsageError) {
+      process.stderr.write(`meridian ${name}: ${e.message}\n(see "${e.command ?? `meridian ${name}`} --help")\n`);
+      return 2;
+    }
+    if (e instanceof ConfigError) {
       process.stderr.write(`meridian ${name}: ${e.message}\n`);
       return 2;
+    }
+    const line = operatorError(e);
+    if (line !== null) {
+      process.stderr.write(`meridian ${name}: ${line}\n`);
+      return 1;
     }
     throw e;
   }

@@ -88,3 +88,6 @@ export function hostPort(o: Raw, key: string, path: string, dflt: string): { hos
   if (hp === null) throw new ConfigError(`${path}.${key}: expected HOST:PORT, got ${show(v)}`);
   return hp;
 }
+
+// Listen failures name the config key to change; components wrap theirs with asListenError (see listen-error.ts).
+export { asListenError, describeListenError, ListenError } from './listen-error';

@@ -12,11 +12,15 @@ export interface IngestConfig {
   port: number;
   /** SO_RCVBUF request; the kernel may cap it (net.core.rmem_max). */
   recvBufferBytes: number;
+  /** The config asked for recvBufferBytes itself (production): a kernel cap below it is a warning, not info. */
+  recvBufferExplicit: boolean;
   /** null = accept any shred version (local default); production sets the cluster's. */
   shredVersion: number | null;
   leader: LeaderSource;
   /** Slots kept around the highest completed slot; older state is evicted. */
   slotWindow: number;
+  /** Quiet time (no FEC set completed) after which traffic outside the slot window re-anchors ingest. */
+  windowResetMs: number;
   /** Packets waiting between the socket and the pipeline; beyond it packets are dropped and counted. */
   queuePackets: number;
   /** Entry batches waiting to be published; beyond it batches are dropped and counted. */
@@ -48,9 +52,11 @@ export function parseIngestConfig(raw: unknown): IngestConfig {
     host: listen.host,
     port: listen.port,
     recvBufferBytes: int(o, 'recvBufferBytes', p, 64 * 1024 * 1024, 0),
+    recvBufferExplicit: o.recvBufferBytes !== undefined,
     shredVersion,
     leader,
     slotWindow: int(o, 'slotWindow', p, 512, 4, 1_000_000),
+    windowResetMs: int(o, 'windowResetMs', p, 10_000, 0, 3_600_000),
     queuePackets: int(o, 'queuePackets', p, 65_536, 16),
     publishQueueBatches: int(o, 'publishQueueBatches', p, 4096, 1),
   };

@@ -37,6 +37,8 @@ export interface PipelineOptions {
   /** null = no leader signature check. */
   leaders?: LeaderKeys | null;
   slotWindow?: number;
+  /** Quiet time after which traffic outside the slot window re-anchors every stage (default 10 s). */
+  windowResetMs?: number;
   maxPendingSets?: number;
   /** Counters go here as meridian_ingest_* series (the process registry in production; none in tests). */
   registry?: Registry;
@@ -115,8 +117,12 @@ export class Pipeline {
       leaders: opts.leaders ?? null,
       shredVersion: opts.shredVersion ?? null,
       slotWindow,
+      windowResetMs: opts.windowResetMs,
       registry: r,
       onNewSlot: (slot, ms) => this.sink.slot(slot, ms),
+      // The reassembler keeps its own window and per-slot marks: re-anchor it with the resolver, or a feed that
+      // moved below the old window completes sets that reassembly then drops as stale (a cluster restart).
+      onWindowReset: () => this.reassembler.reset(),
     });
     this.reassembler = new BatchReassembler<BatchDecode>({ slotWindow, maxPendingSets: opts.maxPendingSets, decode: decodeEntryBatch });
   }

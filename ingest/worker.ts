@@ -1,4 +1,5 @@
 import type { Bus } from '../bus/bus';
+import { asListenError } from '../infra/config-read';
 import { metrics, type Gauge, type Histogram, type Registry } from '../infra/metrics';
 import type { Log } from '../infra/log';
 import type { IngestConfig } from './config';
@@ -50,18 +51,19 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
     shredVersion: cfg.shredVersion,
     leaders,
     slotWindow: cfg.slotWindow,
+    windowResetMs: cfg.windowResetMs,
     registry,
     log,
   });
   let receiver: UdpReceiver;
   try {
     receiver = await startUdpReceiver(
-      { host: cfg.host, port: cfg.port, recvBufferBytes: cfg.recvBufferBytes, queuePackets: cfg.queuePackets, log },
+      { host: cfg.host, port: cfg.port, recvBufferBytes: cfg.recvBufferBytes, recvBufferExplicit: cfg.recvBufferExplicit, queuePackets: cfg.queuePackets, log },
       (packet, arrivalMs) => pipeline.push(packet, arrivalMs),
     );
   } catch (e) {
     leaders.close();
-    throw e;
+    throw asListenError(e, 'ingest.listen');
   }
   const rx = receiver;
   const gauges: Gauge[] = [

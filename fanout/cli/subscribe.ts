@@ -11,7 +11,7 @@
 // x-token metadata and never printed.
 import * as grpc from '@grpc/grpc-js';
 import bs58 from 'bs58';
-import { UsageError, expectOnly, parseArgs } from '../../infra/args';
+import { UsageError, noPositionals, parseCommand, type CommandSpec } from '../../infra/args';
 import type { SubscribeResponse } from '../../proto/gen/arpc_pb';
 import { SERVICE_CHOICES, openSubscribeStream, type ServiceChoice, type SubscribeRequestInit } from '../../proto/service';
 
@@ -19,13 +19,26 @@ const DEFAULT_URL = '127.0.0.1:20202';
 const DEFAULT_FILTER_NAME = 'cli';
 /** Heartbeats are ping_id 0; this id marks the confirmation ping. */
 export const SUBSCRIBED_PING_ID = 0x5ab;
-const KNOWN = ['include', 'exclude', 'required', 'slots', 'url', 'token', 'filter-name', 'service', 'json', 'verbose', 'help'];
 
-const USAGE = `usage: meridian subscribe [--include K ...] [--exclude K ...] [--required K ...] [--slots]
-         [--url HOST:PORT] [--token T] [--filter-name NAME] [--service StreamService|ARPCService|unpackaged]
-         [--json] [--verbose]
-With no --include/--exclude/--required the filter matches every transaction.
-`;
+export const SUBSCRIBE_SPEC: CommandSpec = {
+  command: 'meridian subscribe',
+  summary: 'Open a v1 transaction stream, send one named filter, and print one line per response.',
+  options: [
+    { name: 'include', value: 'KEY', multi: true, help: 'match transactions that touch this base58 account (any of them)' },
+    { name: 'exclude', value: 'KEY', multi: true, help: 'skip transactions that touch this account' },
+    { name: 'required', value: 'KEY', multi: true, help: 'match only transactions that touch all of these accounts' },
+    { name: 'slots', help: 'also print a line per new slot' },
+    { name: 'url', value: 'HOST:PORT', help: 'the stream address', default: DEFAULT_URL },
+    { name: 'token', value: 'TOKEN', help: 'sent as x-token metadata (never printed)' },
+    { name: 'filter-name', value: 'NAME', help: 'the filter\'s name, echoed in each response', default: DEFAULT_FILTER_NAME },
+    { name: 'service', value: Object.keys(SERVICE_CHOICES).join('|'), help: 'the gRPC service to call', default: 'StreamService' },
+    { name: 'json', help: 'print JSON lines ({"slot","signature","filters","accountKeys"}, {"newSlot"}, {"pingId"})' },
+    { name: 'verbose', help: 'also print heartbeat pings' },
+  ],
+  notes: `With no --include/--exclude/--required the filter matches every transaction.
+"subscribed" goes to stderr once the filter is in place; the stream's end status goes to stderr.
+Exit 0 on Ctrl-C or a clean end, 1 when the stream ends with an error, 2 on bad options.`,
+};
 
 export interface SubscribeOptions {
   address: string;
@@ -36,11 +49,10 @@ export interface SubscribeOptions {
   verbose: boolean;
 }
 
-/** Turns argv into options; throws UsageError. Exported for tests. */
+/** Turns argv into options; throws UsageError (or HelpRequested). Exported for tests. */
 export function parseSubscribeArgs(argv: string[]): SubscribeOptions {
-  const args = parseArgs(argv, { booleans: ['slots', 'json', 'verbose', 'help'], multi: ['include', 'exclude', 'required'] });
-  expectOnly(args, KNOWN);
-  if (args.positional.length > 0) throw new UsageError(`unexpected argument "${args.positional[0]}"`);
+  const args = parseCommand(argv, SUBSCRIBE_SPEC);
+  noPositionals(args);
   const service = args.get('service') ?? 'StreamService';
   if (!Object.hasOwn(SERVICE_CHOICES, service)) throw new UsageError(`--service must be one of ${Object.keys(SERVICE_CHOICES).join(', ')}`);
   const address = (args.get('url') ?? DEFAULT_URL).replace(/^http:\/\//, '').replace(/\/+$/, '');
@@ -50,19 +62,15 @@ export function parseSubscribeArgs(argv: string[]): SubscribeOptions {
   const request: SubscribeRequestInit = {
     transactions: { [name]: { accountInclude: args.all('include'), accountExclude: args.all('exclude'), accountRequired: args.all('required') } },
   };
-  if (args.has('slots') && args.get('slots') !== 'false') request.newSeenSlots = true;
+  if (args.bool('slots')) request.newSeenSlots = true;
   return {
     address,
     service: service as ServiceChoice,
     token: args.get('token'),
     request,
-    json: flag(args.get('json')),
-    verbose: flag(args.get('verbose')),
+    json: args.bool('json'),
+    verbose: args.bool('verbose'),
   };
-}
-
-function flag(v: string | undefined): boolean {
-  return v !== undefined && v !== 'false';
 }
 
 /** The line printed for one response, or undefined when it prints nothing. */
@@ -88,10 +96,6 @@ function codeName(code: number): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
   const opts = parseSubscribeArgs(argv);
   const metadata = new grpc.Metadata();
   if (opts.token !== undefined) metadata.set('x-token', opts.token);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { KafkaBus } from '../../bus/kafka';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
-import { expectOnly, parseArgs, UsageError } from '../args';
+import { groupHelpText, HelpRequested, noPositionals, parseCommand, UsageError, type CommandSpec } from '../args';
 import { createLogger, setRootLogger } from '../log';
 import { startBillingJob, type BillingJob } from '../billing/job';
 import { showProgress } from '../billing/progress';
@@ -12,37 +12,54 @@ import { loadAllLedgers } from '../billing/store';
 // `meridian billing run --group NAME --out DIR`: a billing job on usage.events (Kafka), until SIGINT/SIGTERM.
 // `meridian billing report --out DIR [--json|--csv]`: the totals of a billing directory.
 
-export const BILLING_USAGE = `usage: meridian billing <run|report> [options]
+const BILLING_HELP = groupHelpText({
+  command: 'meridian billing',
+  summary: 'Billing on the usage.events topic: per-partition ledgers written durably before offsets are committed, so a restart neither loses nor double-counts a unit.',
+  commands: [
+    { name: 'run', summary: 'a billing job: consume usage.events in a consumer group until Ctrl-C' },
+    { name: 'report', summary: 'print the totals of a billing directory' },
+  ],
+});
 
-  run     --group NAME --out DIR [--brokers H:P,...] [--topic T]   consume usage.events as a member of the consumer group
-          NAME, dedupe by event id, keep per-partition ledgers in DIR (durable before offsets are committed)
-          and write DIR/report.json and DIR/report.csv; progress (events/s, lag) on stderr. Kafka comes from
-          --brokers or KAFKA_BROKERS (a single-machine \`meridian start\` runs its own job on the embedded bus).
-  report  --out DIR [--json | --csv]                  totals per rental × surface × method (table by default)
-`;
+const RUN_SPEC: CommandSpec = {
+  command: 'meridian billing run',
+  summary: 'Consume usage.events as a member of a consumer group, drop duplicate event ids, sum units per rental × surface × method × hour, and keep DIR/report.json and DIR/report.csv current. Progress (events/s, lag) goes to stderr. Jobs that share one DIR hand partitions over exactly.',
+  options: [
+    { name: 'group', value: 'NAME', help: 'consumer group (required)' },
+    { name: 'out', value: 'DIR', help: 'ledgers and reports (required; created if its parent exists)' },
+    { name: 'brokers', value: 'HOST:PORT,...', help: 'Kafka bootstrap servers', default: 'KAFKA_BROKERS' },
+    { name: 'topic', value: 'TOPIC', help: 'the usage topic', default: TOPIC.usageEvents },
+  ],
+  notes: 'A single-machine `meridian start` runs its own billing job on the embedded bus (billing.outDir).',
+};
+
+const REPORT_SPEC: CommandSpec = {
+  command: 'meridian billing report',
+  summary: 'Print the totals of a billing directory per rental × surface × method (all hours).',
+  options: [
+    { name: 'out', value: 'DIR', help: 'the billing directory (required)' },
+    { name: 'json', help: 'the whole report as JSON (rows per hour, partitions, totals)' },
+    { name: 'csv', help: 'the rows as CSV' },
+  ],
+};
 
 export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
-    process.stdout.write(BILLING_USAGE);
-    return sub === undefined ? 2 : 0;
+  if (sub === '-h' || sub === '--help' || sub === 'help') throw new HelpRequested(BILLING_HELP);
+  if (sub !== 'run' && sub !== 'report') {
+    const what = sub === undefined ? 'expected a command: run or report' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown billing command "${sub}" (run, report)`;
+    throw new UsageError(what, 'meridian billing');
   }
-  const args = parseArgs(rest, { booleans: ['json', 'csv', 'help'] });
-  if (args.has('help') || rest.includes('-h')) {
-    process.stdout.write(BILLING_USAGE);
-    return 0;
-  }
+  const args = parseCommand(rest, sub === 'run' ? RUN_SPEC : REPORT_SPEC);
+  noPositionals(args);
   const out = args.get('out');
   if (sub === 'report') {
-    expectOnly(args, ['out', 'json', 'csv', 'help']);
-    if (out === undefined) throw new UsageError('report needs --out DIR');
-    if (!fs.existsSync(out)) throw new UsageError(`--out: no billing directory at ${out}`);
+    if (out === undefined) throw new UsageError('report needs --out DIR', REPORT_SPEC.command);
+    if (!fs.existsSync(out)) throw new UsageError(`--out: no billing directory at ${out}`, REPORT_SPEC.command);
     const report = buildReport(loadAllLedgers(out));
-    process.stdout.write(args.has('json') ? JSON.stringify(report, null, 2) + '\n' : args.has('csv') ? toCsv(report.rows) : formatReport(report));
+    process.stdout.write(args.bool('json') ? JSON.stringify(report, null, 2) + '\n' : args.bool('csv') ? toCsv(report.rows) : formatReport(report));
     return 0;
   }
-  if (sub !== 'run') throw new UsageError(`unknown billing command "${sub}" (run, report)`);
-  expectOnly(args, ['group', 'out', 'brokers', 'topic', 'help']);
   const topic = args.get('topic') ?? TOPIC.usageEvents;
   const group = args.get('group');
   if (group === undefined || group === '') throw new UsageError('run needs --group NAME');

@@ -6,31 +6,54 @@ import { checkRental, DEFAULT_REGIONS } from '../../bus/rental-check';
 import { deleteRental, putRental, readRentals } from '../../bus/rental-store';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { parseRental, type Rental } from '../../bus/topics/rentals';
-import { expectOnly, parseArgs, UsageError, type ParsedArgs } from '../args';
+import { groupHelpText, HelpRequested, parseCommand, positionals, UsageError, type CommandSpec, type OptionSpec, type ParsedArgs } from '../args';
 import { createLogger } from '../log';
-import { adminClient, type RentalTarget } from '../admin/client';
+import { adminClient, DEFAULT_ENDPOINTS_FILE, type RentalTarget } from '../admin/client';
 
 // `meridian rentals put|get|list|delete`: rentals are events on the compacted `rentals` topic. With Kafka
 // (KAFKA_BROKERS or --brokers) this writes the topic directly; otherwise it goes through the running
 // single-machine service's loopback admin endpoint, found in its endpoints file.
 
-export const RENTALS_USAGE = `usage: meridian rentals <put|get|list|delete> [options]
+const TARGET_OPTIONS: OptionSpec[] = [
+  { name: 'brokers', value: 'HOST:PORT,...', help: 'Kafka bootstrap servers: write the rentals topic directly', default: 'KAFKA_BROKERS' },
+  { name: 'admin', value: 'HOST:PORT', help: "a running single-machine service's admin endpoint (used when no Kafka is given)" },
+  { name: 'endpoints', value: 'FILE', help: 'find the admin endpoint in this endpoints file (key "admin")', default: DEFAULT_ENDPOINTS_FILE },
+];
 
-  put    --file FILE (JSON or YAML: one rental or a list)   or flags:
-         --id ID --region fra|ams|lon|nyc|tyo [--rps N] [--tps N] [--pps N] [--status active|suspended]
-         [--ip IP ...] [--evm-ip IP ...] [--api-key UUID ...] [--token T ...] [--path /dedicated ...]
-  get    ID
-  list   [--json]
-  delete ID
+const RENTALS_HELP = groupHelpText({
+  command: 'meridian rentals',
+  summary: 'Rentals are events on the compacted rentals topic: Kafka when KAFKA_BROKERS (or --brokers) is set, else the running single-machine service through its loopback admin endpoint. Every surface serves a change within a second.',
+  commands: [
+    { name: 'put', summary: 'write rentals from --file (JSON or YAML, one or a list) or from flags; all are checked first' },
+    { name: 'get', summary: 'print one rental as JSON' },
+    { name: 'list', summary: 'print every rental as a table (or --json)' },
+    { name: 'delete', summary: 'remove a rental (a tombstone on the topic)' },
+  ],
+});
 
-where:  --brokers H:P,...   Kafka bootstrap servers (default: KAFKA_BROKERS); without them the running service:
-        --admin HOST:PORT   its admin endpoint, or --endpoints FILE (default .meridian/endpoints.json, key "admin")
-        --region-list a,b   regions accepted by put (default ${DEFAULT_REGIONS.join(',')})
-`;
-
-const COMMON = ['brokers', 'admin', 'endpoints', 'region-list', 'help'];
-const PUT_FLAGS = ['file', 'id', 'region', 'rps', 'tps', 'pps', 'status', 'ip', 'evm-ip', 'api-key', 'token', 'path'];
-const MULTI = ['ip', 'evm-ip', 'api-key', 'token', 'path'];
+const PUT_SPEC: CommandSpec = {
+  command: 'meridian rentals put',
+  summary: 'Write rentals. Invalid ones (bad UUID, bad IP, negative limits, unknown region) are refused with a message naming the field, and nothing is written.',
+  options: [
+    { name: 'file', value: 'FILE', help: 'JSON or YAML: one rental or a list' },
+    { name: 'id', value: 'ID', help: 'rental id (instead of --file)' },
+    { name: 'region', value: 'REGION', help: `one of --region-list (default ${DEFAULT_REGIONS.join(', ')})` },
+    { name: 'rps', value: 'N', help: 'requests (units) per second on the chain gateway', default: '0' },
+    { name: 'tps', value: 'N', help: 'transactions per second (gateway sendTransaction, submission)', default: '0' },
+    { name: 'pps', value: 'N', help: 'packets per second level of the stream', default: '0' },
+    { name: 'status', value: 'active|suspended', help: 'a suspended rental is admitted nowhere', default: 'active' },
+    { name: 'ip', value: 'IP', multi: true, help: 'registered egress IP (stream, chain gateway, EVM)' },
+    { name: 'evm-ip', value: 'IP', multi: true, help: 'extra EVM allowlist entry' },
+    { name: 'api-key', value: 'UUID', multi: true, help: 'submission API key' },
+    { name: 'token', value: 'TOKEN', multi: true, help: 'stream x-token' },
+    { name: 'path', value: '/PATH', multi: true, help: 'dedicated endpoint path (the path is the credential)' },
+    { name: 'region-list', value: 'a,b,...', help: 'regions accepted', default: DEFAULT_REGIONS.join(',') },
+    ...TARGET_OPTIONS,
+  ],
+};
+const GET_SPEC: CommandSpec = { command: 'meridian rentals get', args: '<id>', summary: 'Print one rental as JSON (exit 1 when there is none).', options: TARGET_OPTIONS };
+const DELETE_SPEC: CommandSpec = { command: 'meridian rentals delete', args: '<id>', summary: 'Remove a rental: a tombstone on the rentals topic (exit 1 when there is none).', options: TARGET_OPTIONS };
+const LIST_SPEC: CommandSpec = { command: 'meridian rentals list', summary: 'Print every rental as a table.', options: [{ name: 'json', help: 'print JSON instead' }, ...TARGET_OPTIONS] };
 
 function rentalsFromFile(file: string): unknown[] {
   let text: string;
@@ -117,34 +140,24 @@ async function kafkaTarget(brokers: string[]): Promise<RentalTarget & { close():
 
 export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
-    process.stdout.write(RENTALS_USAGE);
-    return sub === undefined ? 2 : 0;
+  const specs: Record<string, CommandSpec> = { put: PUT_SPEC, get: GET_SPEC, list: LIST_SPEC, delete: DELETE_SPEC };
+  if (sub === '-h' || sub === '--help' || sub === 'help') throw new HelpRequested(RENTALS_HELP);
+  const spec = sub === undefined ? undefined : specs[sub];
+  if (spec === undefined) {
+    const what = sub === undefined ? 'expected a command: put, get, list or delete' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown rentals command "${sub}" (put, get, list, delete)`;
+    throw new UsageError(what, 'meridian rentals');
   }
-  const args = parseArgs(rest, { multi: MULTI, booleans: ['json', 'help'] });
-  if (args.has('help') || rest.includes('-h')) {
-    process.stdout.write(RENTALS_USAGE);
-    return 0;
-  }
-  const regions = (args.get('region-list') ?? DEFAULT_REGIONS.join(',')).split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const args = parseCommand(rest, spec);
   let toWrite: Rental[] = [];
   let id: string | undefined;
-  switch (sub) {
-    case 'put':
-      expectOnly(args, [...COMMON, ...PUT_FLAGS]);
-      toWrite = validated(args.has('file') ? rentalsFromFile(args.get('file')!) : [rentalFromFlags(args)], regions);
-      break;
-    case 'get':
-    case 'delete':
-      expectOnly(args, COMMON);
-      id = args.positional[0];
-      if (id === undefined) throw new UsageError(`${sub} needs a rental ID`);
-      break;
-    case 'list':
-      expectOnly(args, [...COMMON, 'json']);
-      break;
-    default:
-      throw new UsageError(`unknown rentals command "${sub}" (put, get, list, delete)`);
+  if (sub === 'put') {
+    positionals(args, 'argument', 0);
+    const regions = (args.get('region-list') ?? DEFAULT_REGIONS.join(',')).split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+    toWrite = validated(args.has('file') ? rentalsFromFile(args.get('file')!) : [rentalFromFlags(args)], regions);
+  } else if (sub === 'get' || sub === 'delete') {
+    id = positionals(args, 'rental id')[0];
+  } else {
+    positionals(args, 'argument', 0);
   }
 
   const brokers = (args.get('brokers') ?? process.env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter((b) => b.length > 0);
@@ -175,7 +188,7 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify(r, null, 2) + '\n');
       return 0;
     }
-    process.stdout.write(args.has('json') ? JSON.stringify(all, null, 2) + '\n' : formatTable(all));
+    process.stdout.write(args.bool('json') ? JSON.stringify(all, null, 2) + '\n' : formatTable(all));
     return 0;
   } finally {
     await target.close();

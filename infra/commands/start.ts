@@ -1,22 +1,23 @@
 import fs from 'node:fs';
-import { expectOnly, parseArgs } from '../args';
+import { outputFileOption, parseCommand, noPositionals } from '../args';
 import { loadConfig } from '../config';
 import { createLogger, setRootLogger } from '../log';
 import { launch } from '../launcher';
+import { START_SPEC } from './start-options';
 
 // `meridian start [--config FILE] [--endpoints FILE]`: run every component on this machine until SIGINT/SIGTERM.
 // --endpoints gets a JSON object of what is served, written once everything listens (atomically, so a
 // watcher never reads half a file).
 
 export async function run(argv: string[]): Promise<number> {
-  const args = parseArgs(argv);
-  expectOnly(args, ['config', 'endpoints']);
+  const args = parseCommand(argv, START_SPEC);
+  noPositionals(args);
+  const endpointsFile = outputFileOption(args, 'endpoints');
   const cfg = loadConfig(args.get('config'));
   const log = createLogger({ level: cfg.log.level });
   setRootLogger(log);
 
   const running = await launch(cfg, log);
-  const endpointsFile = args.get('endpoints');
   if (endpointsFile !== undefined) {
     fs.writeFileSync(`${endpointsFile}.tmp`, JSON.stringify(running.endpoints, null, 2) + '\n');
     fs.renameSync(`${endpointsFile}.tmp`, endpointsFile);

@@ -8,3 +8,11 @@ export class CaptureError extends Error {
     this.name = 'CaptureError';
   }
 }
+
+/** Content that is none of the capture formats (detection by content found no magic and no u64lp framing). */
+export class NotACaptureError extends Error {
+  constructor() {
+    super('not a pcap, ar or u64lp capture');
+    this.name = 'NotACaptureError';
+  }
+}

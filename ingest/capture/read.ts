@@ -2,9 +2,9 @@
 // into `buf` (no copies); keep `buf` alive while they are used.
 
 import { AR_MAGIC, readAr } from './ar';
-import { CaptureError } from './errors';
+import { CaptureError, NotACaptureError } from './errors';
 import { PCAP_MAGICS, readPcap } from './pcap';
-import { readU64lp } from './u64lp';
+import { looksLikeU64lp, readU64lp } from './u64lp';
 
 export type CaptureFormat = 'pcap' | 'ar' | 'u64lp';
 export const CAPTURE_FORMATS: readonly CaptureFormat[] = ['pcap', 'ar', 'u64lp'];
@@ -18,16 +18,24 @@ export interface Capture {
   skipped: number;
 }
 
-/** pcap and ar announce themselves; anything else is taken as u64lp (which has no magic). */
-export function detectFormat(buf: Buffer): CaptureFormat {
+/**
+ * pcap and ar announce themselves by magic; u64lp has none, so it is recognised by its first length prefixes
+ * being datagram-sized (an empty file is an empty u64lp capture). null: none of the three.
+ */
+export function detectFormat(buf: Buffer): CaptureFormat | null {
   if (buf.length >= 4 && PCAP_MAGICS.includes(buf.readUInt32LE(0))) return 'pcap';
   if (buf.length >= AR_MAGIC.length && buf.subarray(0, AR_MAGIC.length).equals(AR_MAGIC)) return 'ar';
-  return 'u64lp';
+  if (looksLikeU64lp(buf)) return 'u64lp';
+  return null;
 }
 
-/** Throws CaptureError for an unreadable file (truncated, bad header), never for odd packets inside it. */
+/**
+ * Throws CaptureError for an unreadable file (truncated, bad header), never for odd packets inside it, and
+ * NotACaptureError when no format is given and the content is none of the three.
+ */
 export function readCapture(buf: Buffer, format?: CaptureFormat): Capture {
   const f = format ?? detectFormat(buf);
+  if (f === null) throw new NotACaptureError();
   switch (f) {
     case 'pcap': {
       const r = readPcap(buf);
@@ -44,4 +52,4 @@ export function readCapture(buf: Buffer, format?: CaptureFormat): Capture {
   }
 }
 
-export { CaptureError };
+export { CaptureError, NotACaptureError };

@@ -1,16 +1,31 @@
-import { expectOnly, parseArgs, UsageError } from '../../infra/args';
+import { numberOption, parseCommand, UsageError, type CommandSpec } from '../../infra/args';
+import { CAPTURE_FORMATS, type CaptureFormat } from '../capture';
 import { Pipeline, type PipelineStats } from '../pipeline';
 import { fixedLeader, type LeaderKeys } from '../shred/leader-keys';
-import { formatFlag, numberFlag, onePositional, loadCapture } from './flags';
+import { formatFlag, formatOptionSpec, onePositional, loadCapture } from './flags';
 import { txJson } from './tx-json';
 
 // `meridian decode <capture> [--format pcap|ar|u64lp] [--shred-version N] [--leader <base58>]`
 // Runs a capture through the same Pipeline as the live worker, with an in-memory sink instead of the bus:
 // one JSON line per decoded transaction on stdout, then one summary line. Exit 0 even when packets were
-// dropped (the summary says why); 1 when the capture cannot be read.
+// dropped (the summary says why); 1 when the capture cannot be read or is not a capture.
+
+export const DECODE_SPEC: CommandSpec = {
+  command: 'meridian decode',
+  args: '<capture>',
+  summary: 'Decode a shred capture through the ingest pipeline: one JSON line per transaction on stdout, then a summary line.',
+  options: [
+    formatOptionSpec(CAPTURE_FORMATS, 'capture format (default: detected from the content)'),
+    { name: 'shred-version', value: 'N', help: 'drop shreds of another shred version (0..65535)', default: 'any' },
+    { name: 'leader', value: 'KEY', help: "check every FEC set's signature against this base58 leader key", default: 'no check' },
+  ],
+  notes: 'Exit 0 when the capture was read (the summary counts drops and why), 1 when it cannot be read, 2 on bad options.',
+};
 
 export interface DecodeSummary {
   type: 'summary';
+  /** The capture's format, as given or as detected from the content. */
+  format: CaptureFormat;
   packets: number;
   shreds: PipelineStats['shreds'];
   drops: PipelineStats['drops'];
@@ -28,11 +43,10 @@ export interface DecodeSummary {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const args = parseArgs(argv);
-  expectOnly(args, ['format', 'shred-version', 'leader']);
+  const args = parseCommand(argv, DECODE_SPEC);
   const file = onePositional(args, 'capture file');
   const format = formatFlag(args);
-  const shredVersion = numberFlag(args, 'shred-version', { min: 0, max: 0xffff, integer: true }) ?? null;
+  const shredVersion = numberOption(args, 'shred-version', { min: 0, max: 0xffff, integer: true }) ?? null;
   const leaderArg = args.get('leader');
   let leaders: LeaderKeys | null = null;
   if (leaderArg !== undefined) {
@@ -69,6 +83,7 @@ export async function run(argv: string[]): Promise<number> {
   const s = pipeline.stats();
   const summary: DecodeSummary = {
     type: 'summary',
+    format: capture.format,
     packets: s.packets,
     shreds: s.shreds,
     drops: s.drops,

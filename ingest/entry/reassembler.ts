@@ -11,7 +11,8 @@ import { DATA_SHREDS_PER_SET, type CompletedFecSet } from '../fec-set';
 // would pass and then orphan the real start.
 //
 // Bounds: slots older than `slotWindow` below the highest slot seen are evicted; at most `maxPendingSets`
-// sets wait in all (the oldest slot goes first). What is evicted unfinished is counted as abandoned.
+// sets wait in all (the oldest slot goes first). What is evicted unfinished is counted as abandoned. When the
+// resolver re-anchors its window (a cluster restart to a lower slot, a jump), reset() starts over with it.
 
 /** index < 32768 (spec §1) → at most 1024 sets per slot. */
 export const MAX_SETS_PER_SLOT = 1024;
@@ -90,6 +91,16 @@ export class BatchReassembler<D extends Decodes> {
     this.window = BigInt(opts.slotWindow);
     this.maxPending = opts.maxPendingSets ?? 2048;
     this.decode = opts.decode;
+  }
+
+  /**
+   * Forgets every slot (pending sets count as abandoned) and the highest slot, as at construction. Called when
+   * the FEC resolver re-anchors its window: slots below the old window would otherwise be dropped as stale, and
+   * a slot number seen before the jump must not inherit its DONE marks.
+   */
+  reset(): void {
+    for (const slot of [...this.slots.keys()]) this.evict(slot);
+    this.highest = -1n;
   }
 
   sizes(): { slots: number; pendingSets: number } {

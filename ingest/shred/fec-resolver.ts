@@ -5,7 +5,8 @@
 //   1. slot window around the highest slot that completed a set (none until the first completion). A window
 //      that traffic has left (a cluster restart back to low slots, a jump ahead, a spoofed jump with the check
 //      off) would wedge ingest for good, so when nothing has completed for windowResetMs and a shred arrives
-//      outside the window, all state is dropped and the window starts again from that traffic;
+//      outside the window, all state is dropped and the window starts again from that traffic; onWindowReset
+//      tells the later stages (reassembly) to drop theirs too, so the new slots stream like a fresh start;
 //   2. the set's state: none → the shred opens it: fold its proof to a root and verify the leader's signature
 //      over that root (the one ed25519 verify per set); only then does the set (and a new slot) exist;
 //   3. same position already held → duplicate if equal apart from the retransmitter signature, else a conflict;
@@ -57,6 +58,8 @@ export interface FecResolverOptions {
   registry?: Registry;
   /** The first verified shred of a slot not seen before (spec/shreds.md §4). */
   onNewSlot?: (slot: bigint, firstSeenMs: number) => void;
+  /** The window was dropped (see resetWindow): later stages drop their per-slot state too. */
+  onWindowReset?: () => void;
 }
 
 // Outcomes without a payload are shared constants: nothing is allocated for the common cases.
@@ -72,6 +75,7 @@ export class FecResolver {
   private readonly maxActive: number;
   private readonly maxDone: number;
   private readonly onNewSlot: ((slot: bigint, firstSeenMs: number) => void) | undefined;
+  private readonly onWindowReset: (() => void) | undefined;
   private readonly counters: ResolverCounters;
   private readonly slots = new Map<number, Map<number, FecSetState>>();
   /** Insertion order = age: the first entry is the one evicted. */
@@ -90,6 +94,7 @@ export class FecResolver {
     this.maxActive = opts.maxInProgressSets ?? 1024;
     this.maxDone = opts.maxCompletedSets ?? 65_536;
     this.onNewSlot = opts.onNewSlot;
+    this.onWindowReset = opts.onWindowReset;
     this.counters = new ResolverCounters(opts.registry);
   }
 
@@ -114,7 +119,7 @@ export class FecResolver {
     if (st.done) {
       if (!st.signedAlike(v.buf)) return this.conflict(st, v);
       st.mark(v.leafIndex); // bookkeeping only: late shreds are not verified (see seen())
-      this.counters.plain.lateForCompleted.inc();
+      this.counters.plain.afterCompletion.inc();
       return LATE;
     }
     const held = st.shreds![v.leafIndex];
@@ -232,6 +237,7 @@ export class FecResolver {
     this.seenSlots.clear();
     this.highest = -1;
     this.counters.plain.windowResets.inc();
+    this.onWindowReset?.();
   }
 
   /** The window moves with the highest completed slot; everything below it goes. */

@@ -12,8 +12,11 @@ export interface FecResolverStats {
   accepted: number;
   /** Same position, same bytes apart from the retransmitter signature. */
   duplicates: number;
-  /** Shreds of an already completed set, carrying its signature. */
-  lateForCompleted: number;
+  /**
+   * Shreds of an already completed set, carrying its signature. Any 32 of a set's 64 shards complete it, so
+   * on a loss-free feed the other 32 land here: as many as were accepted. Not a sign of lateness or loss.
+   */
+  afterCompletion: number;
   completedSets: number;
   /** Sets that needed Reed–Solomon, and how many data shreds it rebuilt. */
   recoveredSets: number;
@@ -33,7 +36,7 @@ const PLAIN: Record<Plain, [name: string, help: string]> = {
   shreds: ['meridian_ingest_resolver_shreds_total', 'Shreds offered to the FEC resolver'],
   accepted: ['meridian_ingest_shreds_accepted_total', 'Shreds proven and stored in an FEC set'],
   duplicates: ['meridian_ingest_shreds_duplicate_total', 'Duplicate shreds ignored (retransmitter signature aside)'],
-  lateForCompleted: ['meridian_ingest_shreds_late_total', 'Shreds ignored because their FEC set had completed'],
+  afterCompletion: ['meridian_ingest_shreds_after_completion_total', 'Shreds ignored because their FEC set was already complete (any 32 of 64 shards complete it, so a loss-free set adds 32; not lateness)'],
   completedSets: ['meridian_ingest_fec_sets_completed_total', 'FEC sets completed and handed to reassembly'],
   recoveredSets: ['meridian_ingest_fec_sets_recovered_total', 'FEC sets that needed Reed-Solomon recovery'],
   recoveredShreds: ['meridian_ingest_shreds_recovered_total', 'Data shreds rebuilt by Reed-Solomon'],

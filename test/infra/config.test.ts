@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, applyEnv, loadConfig, parseConfig } from '../../infra/config';
+import { projectRoot } from '../support/paths';
 
 function tmpFile(content: string): string {
   const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'meridian-cfg-')), 'c.json');
@@ -22,6 +23,16 @@ describe('config', () => {
     assert.equal(c.demo.enabled, false);
   });
 
+  it('ingest: the window re-anchor time, and whether the config itself asked for the receive buffer', () => {
+    const local = parseConfig({});
+    assert.equal(local.ingest.windowResetMs, 10_000);
+    assert.equal(local.ingest.recvBufferExplicit, false, 'the built-in request is a wish (info when capped)');
+    const prod = loadConfig(path.join(projectRoot(), 'infra', 'config', 'production.example.json'), { MERIDIAN__INGEST__WINDOW_RESET_MS: '2500' });
+    assert.equal(prod.ingest.recvBufferExplicit, true, 'production asks for its size (warn when capped)');
+    assert.equal(prod.ingest.recvBufferBytes, 268_435_456);
+    assert.equal(prod.ingest.windowResetMs, 2500);
+  });
+
   it('reads a file and lets the environment override it', () => {
     const f = tmpFile(JSON.stringify({ fanout: { listen: '127.0.0.1:3000', heartbeatMs: 500 }, ingest: { shredVersion: 50093 } }));
     const c = loadConfig(f, { MERIDIAN__FANOUT__HEARTBEAT_MS: '250', KAFKA_BROKERS: 'a:9092,b:9092' });
@@ -39,9 +50,7 @@ describe('config', () => {
 
   it('the shipped config files validate', () => {
     for (const name of ['local.json', 'production.example.json']) {
-      const f = path.resolve(__dirname, '..', '..', '..', 'infra', 'config', name);
-      const alt = path.resolve(__dirname, '..', '..', 'infra', 'config', name);
-      const c = loadConfig(fs.existsSync(f) ? f : alt, {});
+      const c = loadConfig(path.join(projectRoot(), 'infra', 'config', name), {});
       assert.ok(c.fanout.port > 0);
     }
   });

@@ -108,6 +108,24 @@ describe('ingest/entry: batch reassembly', () => {
     assert.equal(r.stats.staleSets, 1);
   });
 
+  it('reset() starts over: a much lower slot is not stale, a slot number seen before is not a duplicate', () => {
+    const r = reassembler(4);
+    const done = setsFor(1000n, 0, batch(1));
+    assert.equal(r.push(done[0]!).length, 1);
+    const waiting = setsFor(1001n, 0, batch(40));
+    r.push(waiting[0]!);
+    assert.equal(r.push(setsFor(10n, 0, batch(1))[0]!).length, 0, 'before the reset: below the window');
+    assert.equal(r.stats.staleSets, 1);
+
+    r.reset();
+    assert.deepEqual(r.sizes(), { slots: 0, pendingSets: 0 });
+    assert.equal(r.stats.abandonedSets, 1);
+    assert.equal(r.push(setsFor(10n, 0, batch(1, 3))[0]!).length, 1, 'after the reset: a batch like a fresh start');
+    const again = setsFor(1000n, 0, batch(2, 4));
+    assert.equal(r.push(again[0]!).length, 1, 'slot 1000 again, other content: its old DONE mark is gone');
+    assert.equal(r.stats.duplicateSets, 0);
+  });
+
   it('caps the sets waiting in all', () => {
     const r = reassembler(1000, 16);
     for (let slot = 0n; slot < 100n; slot++) for (const s of setsFor(slot, 0, batch(40)).slice(1)) r.push(s);

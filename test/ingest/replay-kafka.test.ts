@@ -54,9 +54,11 @@ describe('ingest → Kafka: replaying the real turbine capture', function () {
       host: '127.0.0.1',
       port: 0,
       recvBufferBytes: 8 * 1024 * 1024,
+      recvBufferExplicit: false,
       shredVersion: TURBINE.shredVersion,
       leader: { mode: 'fixed', key: TURBINE.leader },
       slotWindow: 512,
+      windowResetMs: 10_000,
       queuePackets: 65_536,
       publishQueueBatches: 4096,
     };

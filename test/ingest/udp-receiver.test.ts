@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { startUdpReceiver } from '../../ingest/udp-receiver';
+import { quietLog } from '../support/log-capture';
 
 describe('ingest: UDP receiver', () => {
   it('hands packets over with arrival times, reports SO_RCVBUF, and counts queue overflow', async () => {
@@ -26,6 +27,40 @@ describe('ingest: UDP receiver', () => {
     } finally {
       tx.close();
       await rx.close();
+    }
+  });
+
+  it('a kernel cap on SO_RCVBUF is one info line for the default request, a warning when the config asked for it', async function () {
+    const request = 1 << 30; // above any usual net.core.rmem_max
+    const levels: Array<{ explicit: boolean; lines: Array<{ level: number; msg: string }> }> = [];
+    for (const explicit of [false, true]) {
+      const { log, lines } = quietLog('info');
+      const rx = await startUdpReceiver({ host: '127.0.0.1', port: 0, recvBufferBytes: request, recvBufferExplicit: explicit, queuePackets: 16, log }, () => undefined);
+      await rx.close();
+      if (rx.recvBufferBytes >= request) this.skip(); // this kernel grants it: nothing to report
+      levels.push({ explicit, lines: lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => /SO_RCVBUF/.test(l.msg)) });
+    }
+    assert.equal(levels.length, 2);
+    const [local, production] = levels;
+    assert.equal(local!.lines.length, 1);
+    assert.equal(local!.lines[0]!.level, 30, 'info in local runs');
+    assert.equal(production!.lines.length, 1);
+    assert.equal(production!.lines[0]!.level, 40, 'warn where the config asks for the size');
+    assert.match(production!.lines[0]!.msg, /ingest\.recvBufferBytes/);
+  });
+
+  it('a port already taken fails the start with the bind error, and nothing is logged for it', async () => {
+    const taken = dgram.createSocket('udp4');
+    await new Promise<void>((r) => taken.bind(0, '127.0.0.1', () => r()));
+    const { log, lines } = quietLog('info');
+    try {
+      await assert.rejects(
+        startUdpReceiver({ host: '127.0.0.1', port: taken.address().port, recvBufferBytes: 0, queuePackets: 16, log }, () => undefined),
+        (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE',
+      );
+      assert.equal(lines.length, 0, lines.join('\n'));
+    } finally {
+      taken.close();
     }
   });
 });

@@ -10,9 +10,10 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], timeoutMs = 120_000): Promise<CliResult> {
+/** `env` adds to (or overrides) this process's environment. */
+export function runCli(args: string[], timeoutMs = 120_000, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   const { cmd, args: pre } = cliCommand();
-  const child = spawn(cmd, [...pre, ...args], { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, [...pre, ...args], { cwd: projectRoot(), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on('data', (b: Buffer) => out.push(b));
