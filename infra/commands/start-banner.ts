@@ -15,7 +15,7 @@ export interface BannerContext {
 }
 
 function row(name: string, address: string, what: string): string {
-  return `  ${name.padEnd(9)} ${address.padEnd(22)} ${what}`;
+  return `  ${name.padEnd(9)} ${address.padEnd(24)} ${what}`;
 }
 
 function both(a: { http?: string; ws?: string }): string {

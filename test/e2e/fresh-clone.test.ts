@@ -65,7 +65,9 @@ describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', 
     child = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, ...overrides, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child!.once('exit', (code, signal) => r({ code, signal })));
+    // npm runs node in the same process group with the same pipes: both closed = every process of the run ended.
+    const pipesClosed = Promise.all([child.stdout!, child.stderr!].map((s) => new Promise((r) => s.once('close', r))));
 
     const file = path.join(clone, '.meridian', 'endpoints.json');
     const deadline = Date.now() + 240_000;
@@ -96,8 +98,12 @@ describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', 
     assert.match(banner, new RegExp(`node dist/infra/cli\\.js subscribe --include ${accounts[0]} --url ${e.stream}`));
     assert.doesNotMatch(out, /https?:\/\/|wss?:\/\//);
 
+    // Ctrl-C: npm itself dies of the SIGINT (as in a terminal); meridian stops its components and exits.
     process.kill(-child.pid!, 'SIGINT');
-    assert.equal(await exited, 0, out);
+    const npm = await exited;
+    assert.ok(npm.code === 0 || npm.signal === 'SIGINT', JSON.stringify(npm));
+    await pipesClosed;
+    assert.match(out, /"msg":"stopped"/, out);
     assert.equal(fs.existsSync(file), false, 'the endpoints file goes with the service');
   });
 });
