@@ -62,7 +62,7 @@ describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', 
 
     let out = '';
     // detached: its own process group, so the test can send Ctrl-C's SIGINT to npm and node together.
-    child = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, ...overrides, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    child = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, ...overrides }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child!.once('exit', (code, signal) => r({ code, signal })));
