@@ -28,15 +28,13 @@ interface Pending {
 }
 
 export async function benchLoop(): Promise<BenchResult[]> {
-  const running = await launch(
-    parseConfig({
-      metrics: { enabled: false },
-      localchain: { enabled: true, listen: '127.0.0.1:0' },
-      ingest: { listen: '127.0.0.1:0' },
-      fanout: { listen: '127.0.0.1:0' },
-    }),
-    quietLog('warn').log,
-  );
+  const cfg = parseConfig({
+    metrics: { enabled: false },
+    localchain: { enabled: true, listen: '127.0.0.1:0' },
+    ingest: { listen: '127.0.0.1:0' },
+    fanout: { listen: '127.0.0.1:0' },
+  });
+  const running = await launch(cfg, quietLog('warn').log);
   const e = running.endpoints;
   const sub = StreamClient.open(e.stream!);
   const ws = new WebSocket(e.chain!.ws);
@@ -59,10 +57,12 @@ export async function benchLoop(): Promise<BenchResult[]> {
     sub.send({ transactions: { loop: { accountInclude: [bs58.encode(sender.publicKey)] } }, pingId: 1 });
     await sub.waitFor((r) => r.pingId === 1, 10_000);
 
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
+    if (ws.readyState !== WebSocket.OPEN) {
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('error', reject);
+      });
+    }
     const subAcks = new Map<number, (subId: number) => void>();
     const subToSig = new Map<number, string>();
     ws.on('message', (data: Buffer) => {
@@ -80,8 +80,13 @@ export async function benchLoop(): Promise<BenchResult[]> {
       if (i % 50 === 0) blockhash = await latestBlockhash(call);
       const t = transfer(sender, to, BigInt(1_000_000 + i), blockhash);
       // Subscribe first (acknowledged), so the notification cannot be missed.
-      const subId = await new Promise<number>((resolve) => {
-        subAcks.set(i + 1, resolve);
+      const subId = await new Promise<number>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('signatureSubscribe not acknowledged within 5 s')), 5000);
+        subAcks.set(i + 1, (id) => {
+          clearTimeout(timer);
+          subAcks.delete(i + 1);
+          resolve(id);
+        });
         ws.send(JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'signatureSubscribe', params: [t.signature, { commitment: 'confirmed' }] }));
       });
       subToSig.set(subId, t.signature);
@@ -102,7 +107,7 @@ export async function benchLoop(): Promise<BenchResult[]> {
       return { bench: 'loop', case: name, figures: { n: s.count, of: all.length, p50_ms: s.p50, p99_ms: s.p99, max_ms: s.max }, ...(note !== undefined ? { note } : {}) };
     };
     return [
-      row('sendTransaction → gRPC subscriber holds it (whole loop)', lat((p) => p.streamedAt), `${RATE} tx/s from one sender, slots of 400 ms, entries flushed every 20 ms`),
+      row('sendTransaction → gRPC subscriber holds it (whole loop)', lat((p) => p.streamedAt), `${RATE} tx/s from one sender; slots of ${cfg.localchain.slotMs} ms, entries shredded every ${cfg.localchain.entryBatchMs} ms mid-slot`),
       row('reference: sendTransaction → signatureNotification confirmed (chain alone)', lat((p) => p.confirmedAt)),
       row('reference: sendTransaction HTTP answer (executed)', lat((p) => p.answeredAt)),
     ];
