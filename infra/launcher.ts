@@ -88,8 +88,8 @@ async function freeUdpPort(host: string): Promise<number> {
   return port;
 }
 
-/** The local chain's epochs are short; ingest re-reads its schedule often enough to hold the next one early. */
-const LOCAL_LEADER_REFRESH_MS = 5_000;
+/** The node serves each epoch's leader schedule a full epoch ahead, so ingest's usual refresh interval is ample. */
+const LOCAL_LEADER_REFRESH_MS = 60_000;
 
 // --- localchain: the local chain node; when ingest runs too, it shreds its blocks into ingest and ingest checks
 // every shred's leader signature against the chain's own leader schedule (the production path).
