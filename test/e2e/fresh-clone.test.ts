@@ -3,6 +3,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { applyEnv } from '../../infra/config';
 import type { Endpoints } from '../../infra/endpoints';
 import { projectRoot } from '../support/paths';
 import { StreamClient } from '../support/stream-client';
@@ -14,18 +15,20 @@ import { StreamClient } from '../support/stream-client';
 // Two departures from the newcomer, both forced by the test machine: node_modules is a symlink to this checkout's
 // install instead of `npm install` (that needs the registry over the network; the tests run offline), and every
 // listener of the local config is moved to an ephemeral port through MERIDIAN__… overrides so parallel runs never
-// collide. The overrides are derived from the clone's own local.json: every `listen` / `…Listen` key, so a surface
-// that adds one is covered without touching this file.
+// collide. The overrides are derived from the clone's own local.json: every HOST:PORT value in it is a listener
+// (targets are URLs), so a surface that adds one is covered without touching this file.
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-/** MERIDIAN__A__B__LISTEN=host:0 for every HOST:PORT listen key in the config (env keys: camelCase → SNAKE). */
-export function ephemeralListenEnv(config: Json, at: string[] = []): Record<string, string> {
+const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}$/;
+
+/** MERIDIAN__A__B__KEY=host:0 for every HOST:PORT value in the config (env names: camelCase → SNAKE_CASE). */
+function ephemeralListenEnv(config: Json, at: string[] = []): Record<string, string> {
   const out: Record<string, string> = {};
   if (config === null || typeof config !== 'object' || Array.isArray(config)) return out;
   for (const [k, v] of Object.entries(config)) {
-    if (typeof v === 'string' && /listen$/i.test(k)) {
-      const m = /^(.*):\d+$/.exec(v);
+    if (typeof v === 'string') {
+      const m = HOST_PORT.exec(v);
       if (m === null) continue;
       const name = ['MERIDIAN', ...[...at, k].map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase())].join('__');
       out[name] = `${m[1]}:0`;
@@ -47,6 +50,19 @@ describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', 
       await new Promise((r) => child!.once('exit', r));
     }
     if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('moves every HOST:PORT of a config to port 0 through environment names the config loader maps back', () => {
+    const raw = {
+      metrics: { listen: '127.0.0.1:9464' },
+      gateways: { rpc: { listen: '127.0.0.1:8899', wsListen: '127.0.0.1:8900' }, evm: { chains: { '56': { http: '127.0.0.56:8545' } } }, submit: { forwardUrls: ['http://127.0.0.1:18899'] } },
+    };
+    const env = ephemeralListenEnv(raw);
+    assert.deepEqual(Object.keys(env).sort(), ['MERIDIAN__GATEWAYS__EVM__CHAINS__56__HTTP', 'MERIDIAN__GATEWAYS__RPC__LISTEN', 'MERIDIAN__GATEWAYS__RPC__WS_LISTEN', 'MERIDIAN__METRICS__LISTEN']);
+    assert.deepEqual(applyEnv(raw, env), {
+      metrics: { listen: '127.0.0.1:0' },
+      gateways: { rpc: { listen: '127.0.0.1:0', wsListen: '127.0.0.1:0' }, evm: { chains: { '56': { http: '127.0.0.56:0' } } }, submit: { forwardUrls: ['http://127.0.0.1:18899'] } },
+    });
   });
 
   it('writes .meridian/endpoints.json, prints the addresses, streams within 10 s, and stops on Ctrl-C', async () => {
