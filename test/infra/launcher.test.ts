@@ -5,6 +5,7 @@ import { parseConfig } from '../../infra/config';
 import { launch } from '../../infra/launcher';
 import { metrics } from '../../infra/metrics';
 import { quietLog } from '../support/log-capture';
+import { chainClient, waitConfirmed } from '../support/chain';
 import { projectRoot } from '../support/paths';
 import { StreamClient } from '../support/stream-client';
 
@@ -55,6 +56,14 @@ describe('launcher: everything on one machine', function () {
       sub.send({ transactions: { demo: { accountInclude: [e.demo!.accounts![0]!] } } });
       const r = await sub.waitFor((x) => x.transaction !== undefined, 30_000);
       assert.ok(r.transaction!.accountKeys.includes(e.demo!.accounts![0]!));
+      // …and they executed: the chain knows the streamed signature, in the slot the stream said. Shreds leave
+      // mid-slot, so the stream may be ahead of the block's confirmation: wait for it first.
+      const { call } = chainClient(e);
+      await waitConfirmed(call, r.transaction!.signature);
+      const got = await call<{ slot: number; meta: { err: unknown } } | null>('getTransaction', [r.transaction!.signature, { encoding: 'json', commitment: 'confirmed' }]);
+      assert.ok(got !== null, 'getTransaction knows the demo transfer');
+      assert.equal(got.slot, r.transaction!.slot);
+      assert.equal(got.meta.err, null);
       assert.ok(completedIn((await get(`${base}/metrics`)).body) > before, 'ingest completed FEC sets');
     } finally {
       await sub.close();
