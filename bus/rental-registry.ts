@@ -12,6 +12,8 @@ import { registerSecret, type Log } from '../infra/log';
 
 export interface RentalRegistry {
   byIp(ip: string): Rental | undefined;
+  /** EVM endpoints: the rental's EVM allowlist entries, then its registered egress IPs. */
+  byEvmIp(ip: string): Rental | undefined;
   byToken(token: string): Rental | undefined;
   byApiKey(key: string): Rental | undefined;
   byDedicatedPath(path: string): Rental | undefined;
@@ -29,6 +31,7 @@ export function normalizeIp(ip: string): string {
 /** Lookup tables over a set of rentals. Built whole on each change: rentals change rarely and are few. */
 class RentalTables {
   readonly ips = new Map<string, Rental>();
+  readonly evmIps = new Map<string, Rental>();
   readonly tokens = new Map<string, Rental>();
   readonly apiKeys = new Map<string, Rental>();
   readonly paths = new Map<string, Rental>();
@@ -39,7 +42,9 @@ class RentalTables {
       if (!m.has(k)) m.set(k, r);
     };
     for (const r of rentals) {
+      if (r.status !== 'active') continue; // suspended: kept on the topic, admitted nowhere
       for (const ip of r.ips) put(this.ips, normalizeIp(ip), r);
+      for (const ip of r.evmIps) put(this.evmIps, normalizeIp(ip), r);
       for (const t of r.tokens) put(this.tokens, t, r);
       for (const k of r.apiKeys) put(this.apiKeys, k.toLowerCase(), r);
       for (const p of r.dedicatedPaths) put(this.paths, p, r);
@@ -50,6 +55,11 @@ class RentalTables {
 function registryOver(get: () => RentalTables, base: RentalRegistry | undefined, onChange?: RentalRegistry['onChange']): RentalRegistry {
   return {
     byIp: (ip) => get().ips.get(normalizeIp(ip)) ?? base?.byIp(ip),
+    byEvmIp: (ip) => {
+      const t = get();
+      const n = normalizeIp(ip);
+      return t.evmIps.get(n) ?? t.ips.get(n) ?? base?.byEvmIp(ip);
+    },
     byToken: (t) => get().tokens.get(t) ?? base?.byToken(t),
     byApiKey: (k) => get().apiKeys.get(k.toLowerCase()) ?? base?.byApiKey(k),
     byDedicatedPath: (p) => get().paths.get(p) ?? base?.byDedicatedPath(p),

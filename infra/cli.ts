@@ -16,6 +16,8 @@ const COMMANDS: Record<string, Command> = {
   replay: { summary: "send a capture's packets as UDP  <capture> --to HOST:PORT [--rate PPS] [--loop N]", load: async () => import('../ingest/cli/replay') },
   record: { summary: 'record received packets to a capture  --listen HOST:PORT --out FILE', load: async () => import('../ingest/cli/record') },
   subscribe: { summary: 'print a v1 stream  [--include K ...] [--exclude K ...] [--required K ...] [--slots] [--url HOST:PORT]', load: async () => import('../fanout/cli/subscribe') },
+  rentals: { summary: 'write and read rentals (events on the rentals topic)  put|get|list|delete', load: async () => import('./commands/rentals') },
+  billing: { summary: 'billing jobs on usage.events  run --group NAME --out DIR | report --out DIR', load: async () => import('./commands/billing') },
   kafka: { summary: 'local Kafka broker  jars | start [--port N] [--dir DIR]', load: async () => import('./kafka/cli') },
 };
 

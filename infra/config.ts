@@ -4,6 +4,8 @@ import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
 import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
+import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingConfig } from './ops-config';
+import { parseRentalsConfig, type RentalsConfig } from './rentals-source';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -35,6 +37,9 @@ export interface Config {
   /** The local chain node (single-machine runs). */
   localchain: LocalChainConfig;
   demo: DemoConfig;
+  rentals: RentalsConfig;
+  admin: AdminConfig;
+  billing: BillingConfig;
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -59,18 +64,22 @@ function parseMetrics(raw: unknown): MetricsConfig {
 
 export function parseConfig(raw: unknown): Config {
   const o = section(raw, '(root)');
-  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'localchain', 'demo', 'gateways']);
+  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'localchain', 'demo', 'gateways', 'rentals', 'admin', 'billing']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
+  const fanout = parseFanoutConfig(o.fanout);
   return {
     bus: parseBus(o.bus),
     log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info') },
     metrics: parseMetrics(o.metrics),
     ingest: parseIngestConfig(o.ingest),
-    fanout: parseFanoutConfig(o.fanout),
+    fanout,
     // The node runs only where a config asks for it (the local one does); its own default is on.
     localchain: parseLocalChainConfig({ enabled: false, ...section(o.localchain, 'localchain') }),
     demo: parseDemoConfig(o.demo),
+    rentals: parseRentalsConfig(o.rentals, fanout),
+    admin: parseAdminConfig(o.admin),
+    billing: parseBillingConfig(o.billing),
   };
 }
 

@@ -32,6 +32,8 @@ export interface Endpoints {
   chain?: HttpWs;
   rpc?: HttpWs;
   submit?: { http?: string; quic?: string; udp?: string };
+  /** Loopback-only rentals admin endpoint, HOST:PORT (single-machine runs; `meridian rentals …` uses it). */
+  admin?: string;
   /** Per EVM chain id. */
   evm?: Record<string, HttpWs>;
   demo?: DemoEndpoints;

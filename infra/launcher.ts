@@ -2,20 +2,24 @@ import dgram from 'node:dgram';
 import type { Server } from 'node:http';
 import type { Bus } from '../bus/bus';
 import { openBus } from '../bus/open';
-import { emptyRegistry, projectRentals, staticRentals, type RentalRegistry } from '../bus/rental-registry';
+import type { RentalRegistry } from '../bus/rental-registry';
 import { startIngest } from '../ingest/worker';
 import { startFanout } from '../fanout/server';
+import { startAdmin } from './admin/server';
+import { startBillingJob } from './billing/job';
 import { chainRpc } from './chain-rpc';
 import type { Config } from './config';
 import { startDemoTraffic, type SendTx } from './demo/traffic';
 import type { Endpoints } from './endpoints';
 import { startLocalChain, type LocalChain } from './localchain';
 import { metrics, serveMetrics } from './metrics';
-import { registerSecret, type Log } from './log';
+import type { Log } from './log';
+import { openRentals } from './rentals-source';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
 //
-// The metrics server comes first (and goes last), then the bus and the rentals, then COMPONENTS in order. A
+// The metrics server comes first (and goes last), then the bus and the rentals (one registry every surface
+// reads), then COMPONENTS in order. A
 // component is a small block: it reads its config section, starts, registers its stop, and adds its keys to the
 // endpoints. Components that depend on an earlier one read what it left in the Launch (the chain, `send`).
 
@@ -50,25 +54,14 @@ interface Component {
 }
 
 const COMPONENTS: Component[] = [
+  { name: 'admin', start: startAdminComponent },
+  { name: 'billing', start: startBillingComponent },
   { name: 'localchain', start: startChainComponent },
   { name: 'ingest', start: startIngestComponent },
   { name: 'fanout', start: startFanoutComponent },
   // Surfaces add their block here (rpc, submit, evm, …): each adds its own endpoint keys.
   { name: 'demo', start: startDemoComponent }, // last: it sends through whatever `send` the blocks above chose
 ];
-
-async function openRentals(cfg: Config, bus: Bus, log: Log, onStop: (s: Stopper) => void): Promise<RentalRegistry> {
-  const f = cfg.fanout;
-  let registry: RentalRegistry = emptyRegistry();
-  if (f.rentalsFile !== undefined) registry = staticRentals(f.rentalsFile);
-  if (f.rentalsFromBus) {
-    const projection = await projectRentals(bus, log.child({ component: 'rentals' }), registry);
-    onStop(() => projection.close());
-    registry = projection;
-  }
-  for (const r of registry.all()) registerSecret(...r.tokens, ...r.apiKeys, ...r.dedicatedPaths);
-  return registry;
-}
 
 /** HOST:PORT with IPv6 hosts bracketed. */
 const joinHostPort = (host: string, port: number): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
@@ -86,6 +79,23 @@ async function freeUdpPort(host: string): Promise<number> {
   const port = s.address().port;
   await new Promise<void>((r) => s.close(() => r()));
   return port;
+}
+
+// --- admin: the loopback-only rentals endpoint of a single-machine run (`meridian rentals …` talks to it).
+async function startAdminComponent(l: Launch): Promise<void> {
+  const a = l.cfg.admin;
+  if (!a.enabled) return;
+  const admin = await startAdmin(l.bus, l.rentals, { host: a.host, port: a.port, regions: l.cfg.rentals.regions, log: l.log.child({ component: 'admin' }) });
+  l.onStop(() => admin.close());
+  l.endpoints.admin = admin.address;
+}
+
+// --- billing: the usage → ledger job (the single-machine run keeps it on its embedded bus).
+async function startBillingComponent(l: Launch): Promise<void> {
+  const b = l.cfg.billing;
+  if (!b.enabled) return;
+  const billing = await startBillingJob(l.bus, { group: b.group, outDir: b.outDir, log: l.log.child({ component: 'billing' }) });
+  l.onStop(() => billing.close());
 }
 
 /** The node serves each epoch's leader schedule a full epoch ahead, so ingest's usual refresh interval is ample. */
@@ -186,7 +196,9 @@ export async function launch(config: Config, log: Log): Promise<Running> {
     const bus = await openBus(cfg.bus);
     onStop(() => bus.close());
     log.info({ bus: bus.kind }, 'bus open');
-    const rentals = await openRentals(cfg, bus, log, onStop);
+    const opened = await openRentals(cfg.rentals, bus, log.child({ component: 'rentals' }));
+    onStop(() => opened.close());
+    const rentals = opened.registry;
 
     const l: Launch = { cfg, log, bus, rentals, endpoints, onStop };
     for (const c of COMPONENTS) {

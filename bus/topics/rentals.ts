@@ -17,7 +17,14 @@ export interface Rental {
   dedicatedPaths: string[];
   /** Packets per second the rental is entitled to on the streaming endpoint; below the deployment's requirement the stream is refused. */
   pps: number;
+  /** EVM allowlist entries, added by an operator on request; the EVM endpoints admit these besides `ips`. */
+  evmIps: string[];
+  /** A suspended rental is kept on the topic but admitted nowhere (every lookup skips it). */
+  status: RentalStatus;
 }
+
+export type RentalStatus = 'active' | 'suspended';
+export const RENTAL_STATUSES: readonly RentalStatus[] = ['active', 'suspended'];
 
 export function encodeRental(r: Rental): { key: Buffer; value: Buffer } {
   return { key: Buffer.from(r.id, 'utf8'), value: Buffer.from(JSON.stringify(r), 'utf8') };
@@ -54,7 +61,15 @@ export function parseRental(v: unknown): Rental {
     tokens: strings(o.tokens, 'tokens'),
     dedicatedPaths: strings(o.dedicatedPaths, 'dedicatedPaths'),
     pps: num(o.pps, 'pps', 0),
+    evmIps: strings(o.evmIps, 'evmIps'),
+    status: status(o.status),
   };
+}
+
+function status(v: unknown): RentalStatus {
+  if (v === undefined) return 'active';
+  if (typeof v !== 'string' || !(RENTAL_STATUSES as readonly string[]).includes(v)) throw new Error(`status must be one of ${RENTAL_STATUSES.join(', ')}`);
+  return v as RentalStatus;
 }
 
 /** The value of a rentals record: a Rental, a tombstone (null), or an error for a malformed value. */

@@ -38,6 +38,7 @@ export function startBanner(e: Endpoints, ctx: BannerContext): string {
   }
   for (const [id, a] of Object.entries(e.evm ?? {})) rows.push(row(`evm ${id}`, both(a), 'EVM JSON-RPC (HTTP + WebSocket)'));
   if (e.metrics !== undefined) rows.push(row('metrics', hostPortOf(e.metrics), '/metrics /healthz /readyz'));
+  if (e.admin !== undefined) rows.push(row('admin', e.admin, 'rentals admin (loopback only)'));
   rows.push(row('endpoints', ctx.endpointsFile, 'URLs and local demo credentials (JSON)'));
 
   const lines = ['meridian is running; press Ctrl-C to stop', ...rows];

@@ -30,6 +30,7 @@ interface Pending {
 export async function benchLoop(): Promise<BenchResult[]> {
   const cfg = parseConfig({
     metrics: { enabled: false },
+    admin: { enabled: false },
     localchain: { enabled: true, listen: '127.0.0.1:0' },
     ingest: { listen: '127.0.0.1:0' },
     fanout: { listen: '127.0.0.1:0' },

@@ -115,7 +115,7 @@ describe('topic codecs', () => {
   });
 
   describe('rentals', () => {
-    const rental: Rental = { id: 'r-7', rps: 50, tps: 5, region: 'fra', ips: ['10.0.0.1'], apiKeys: ['1f2e3d4c-5b6a-4978-8a9b-0c1d2e3f4a5b'], tokens: ['tok'], dedicatedPaths: ['/d/x'], pps: 1000 };
+    const rental: Rental = { id: 'r-7', rps: 50, tps: 5, region: 'fra', ips: ['10.0.0.1'], apiKeys: ['1f2e3d4c-5b6a-4978-8a9b-0c1d2e3f4a5b'], tokens: ['tok'], dedicatedPaths: ['/d/x'], pps: 1000, evmIps: ['192.0.2.7'], status: 'active' };
 
     it('round-trips, keyed by rental id', () => {
       const { key, value } = encodeRental(rental);
@@ -131,7 +131,7 @@ describe('topic codecs', () => {
     });
 
     it('fills defaults for missing optional fields', () => {
-      assert.deepEqual(parseRental({ id: 'r-min' }), { id: 'r-min', rps: 0, tps: 0, region: '', ips: [], apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0 });
+      assert.deepEqual(parseRental({ id: 'r-min' }), { id: 'r-min', rps: 0, tps: 0, region: '', ips: [], apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0, evmIps: [], status: 'active' });
     });
 
     it('reports parse errors instead of throwing', () => {

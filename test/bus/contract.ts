@@ -229,7 +229,7 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       const t = await topic('rentals', 1, true);
       const id = (s: string): string => uniqueName(`rental-${s}`);
       const [a, b, c, d] = [id('a'), id('b'), id('c'), id('d')];
-      const rental = (rid: string, rps: number): Rental => ({ id: rid, rps, tps: 1, region: 'fra', ips: ['10.0.0.1'], apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0 });
+      const rental = (rid: string, rps: number): Rental => ({ id: rid, rps, tps: 1, region: 'fra', ips: ['10.0.0.1'], apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0, evmIps: [], status: 'active' });
       await bus.produce(t, [encodeRental(rental(a, 1)), encodeRental(rental(b, 1)), encodeRental(rental(a, 2)), encodeRental(rental(c, 1))]);
       await bus.produce(t, [rentalTombstone(b), encodeRental(rental(a, 3)), encodeRental(rental(c, 2)), encodeRental(rental(d, 1)), rentalTombstone(d)]);
       const end = Number((await bus.endOffsets(t)).get(0));

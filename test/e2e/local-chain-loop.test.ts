@@ -53,6 +53,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
       const cfg = parseConfig({
         bus,
         metrics: { enabled: false },
+        admin: { enabled: false },
         localchain: { enabled: true, listen: '127.0.0.1:0' },
         ingest: { listen: '127.0.0.1:0' },
         fanout: { listen: '127.0.0.1:0' },

@@ -33,6 +33,7 @@ describe('launcher: everything on one machine', function () {
       ingest: { listen: '127.0.0.1:0' },
       fanout: { listen: '127.0.0.1:0', auth: { mode: 'ip' }, rentalsFile },
       metrics: { listen: '127.0.0.1:0' },
+      admin: { listen: '127.0.0.1:0' },
       demo: { enabled: true, txPerSec: 20, accounts: 3 },
     });
     // The registry is process-wide: count from what earlier tests left in it.
@@ -45,6 +46,7 @@ describe('launcher: everything on one machine', function () {
       assert.match(e.ingest!, /^udp:\/\/127\.0\.0\.1:\d+$/);
       assert.match(e.stream!, /^127\.0\.0\.1:\d+$/);
       assert.match(e.chain!.http, /^http:\/\/127\.0\.0\.1:\d+/);
+      assert.match(e.admin!, /^127\.0\.0\.1:\d+$/);
       assert.equal(e.demo!.accounts!.length, 3);
       assert.equal(e.demo!.apiKey, localKey);
       assert.equal(e.demo!.payerSecretKey!.length, 64);
@@ -75,7 +77,7 @@ describe('launcher: everything on one machine', function () {
   });
 
   it('refuses demo traffic without the local chain', async () => {
-    const cfg = parseConfig({ metrics: { enabled: false }, ingest: { enabled: false }, fanout: { enabled: false }, demo: { enabled: true } });
+    const cfg = parseConfig({ metrics: { enabled: false }, admin: { enabled: false }, ingest: { enabled: false }, fanout: { enabled: false }, demo: { enabled: true } });
     await assert.rejects(launch(cfg, quietLog().log), /demo\.enabled needs the local chain/);
   });
 });
