@@ -242,6 +242,7 @@ export class Chain extends EventEmitter<ChainEvents> {
       txs: this.working,
     };
     this.ledger.freeze(block);
+    this.bank.pushSlotHash(block.slot, block.blockhash);
     this.emit('frozen', block);
     this.parent = this.slot;
     this.slot++;
