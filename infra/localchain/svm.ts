@@ -1,4 +1,4 @@
-import { Account, Clock, EpochSchedule, FailedTransactionMetadata, LiteSvm, type InnerInstruction, type TransactionMetadata } from 'litesvm/dist/internal';
+import { Account, Clock, EpochSchedule, FailedTransactionMetadata, LiteSvm, type InnerInstruction, type SlotHashInput, type TransactionMetadata } from 'litesvm/dist/internal';
 import type { TxFields } from '../../proto/tx-fields';
 import { feeOf } from './fees';
 import { txError, type TxError } from './tx-error';
@@ -49,8 +49,14 @@ function num(v: bigint | null): number {
   return v === null ? 0 : Number(v);
 }
 
+/** Rent-exempt accounts carry rent_epoch u64::MAX on current clusters. */
+const RENT_EXEMPT_EPOCH = 2n ** 64n - 1n;
+/** agave's MAX_ENTRIES of the SlotHashes sysvar. */
+const MAX_SLOT_HASHES = 512;
+
 export class Bank {
   readonly svm: LiteSvm;
+  private readonly slotHashes: SlotHashInput[] = [];
 
   constructor(slotsPerEpoch: number) {
     this.svm = new LiteSvm();
@@ -65,7 +71,14 @@ export class Bank {
   }
 
   fund(pubkey: Buffer, lamports: bigint): void {
-    this.svm.setAccount(pubkey, new Account(lamports, new Uint8Array(0), new Uint8Array(32), false, 0n));
+    this.svm.setAccount(pubkey, new Account(lamports, new Uint8Array(0), new Uint8Array(32), false, RENT_EXEMPT_EPOCH));
+  }
+
+  /** The SlotHashes sysvar, newest first (address lookup tables check their recent slot against it). */
+  pushSlotHash(slot: number, blockhash: string): void {
+    this.slotHashes.unshift({ slot: BigInt(slot), hash: blockhash });
+    if (this.slotHashes.length > MAX_SLOT_HASHES) this.slotHashes.pop();
+    this.svm.setSlotHashes(this.slotHashes);
   }
 
   account(pubkey: Uint8Array): ChainAccount | null {

@@ -18,6 +18,7 @@ const BENCHES: BenchModule[] = [
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './billing', title: 'billing', entry: 'benchBilling' },
+  { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
 ];
 

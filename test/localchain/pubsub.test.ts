@@ -102,4 +102,28 @@ describe('local chain: PubSub WebSocket', function () {
     await waitFor(() => ws.notifications('rootNotification', sub.result).length >= 1, 5_000, 'root notification');
     assert.equal(typeof ws.notifications('rootNotification', sub.result)[0].params.result, 'number');
   });
+  it('programSubscribe, blockSubscribe, slotsUpdatesSubscribe and the received notification of signatureSubscribe', async () => {
+    const program = await ws.call('programSubscribe', ['11111111111111111111111111111111', { encoding: 'base64', commitment: 'processed', filters: [{ dataSize: 0 }] }]);
+    const blocks = await ws.call('blockSubscribe', ['all', { commitment: 'confirmed', encoding: 'json', transactionDetails: 'signatures', maxSupportedTransactionVersion: 0 }]);
+    const updates = await ws.call('slotsUpdatesSubscribe');
+    const to = Keypair.generate().publicKey;
+    const t = await signedTransfer(node, to, 2 * LAMPORTS_PER_SOL);
+    const sig = await ws.call('signatureSubscribe', [t.sig, { commitment: 'confirmed', enableReceivedNotification: true }]);
+    assert.equal((await rpc(node.httpUrl, 'sendTransaction', [t.wire, { encoding: 'base64' }])).result, t.sig);
+    await waitFor(() => ws.notifications('signatureNotification', sig.result).length === 2, 10_000, 'received + confirmed');
+    const s = ws.notifications('signatureNotification', sig.result).map((m) => m.params.result.value);
+    assert.equal(s[0], 'receivedSignature');
+    assert.deepEqual(s[1], { err: null });
+    await waitFor(() => ws.notifications('blockNotification', blocks.result).some((m) => m.params.result.value.block.signatures.includes(t.sig)), 10_000, 'block notification with the transaction');
+    const p = ws.notifications('programNotification', program.result).map((m) => m.params.result.value);
+    const mine = p.filter((v) => v.pubkey === to.toBase58());
+    assert.equal(mine.length, 1);
+    assert.equal(mine[0].account.lamports, 2 * LAMPORTS_PER_SOL);
+    const kinds = new Set(ws.notifications('slotsUpdatesNotification', updates.result).map((m) => m.params.result.type));
+    assert.ok(kinds.has('createdBank') && kinds.has('frozen') && kinds.has('root'), [...kinds].join(','));
+    for (const [m, id] of [['programUnsubscribe', program.result], ['blockUnsubscribe', blocks.result], ['slotsUpdatesUnsubscribe', updates.result]] as const) {
+      assert.equal((await ws.call(m, [id])).result, true);
+    }
+    assert.equal((await ws.call('blockSubscribe', ['all', { commitment: 'processed' }])).error.code, -32602);
+  });
 });

@@ -32,6 +32,8 @@ describe('local chain: shreds into the ingest pipeline', function () {
       pipeline?.push(m, Date.now());
     });
     await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    // As ingest does (recvBufferBytes): the default ~200 KB overflows while a loaded machine stalls this loop.
+    socket.setRecvBufferSize(8 * 1024 * 1024);
     const { port } = socket.address() as AddressInfo;
     node = await startLocalChain({ host: '127.0.0.1', port: 0, slotMs: 100, shredTo: `127.0.0.1:${port}`, log: quietLog().log });
     // ingest's `rpc` leader mode, pointed at the node.
@@ -78,7 +80,9 @@ describe('local chain: shreds into the ingest pipeline', function () {
       for (const b of batches) for (const t of b.txs) m.set(bs58.encode(t.tx.signatures[0]!), b.batch.slot);
       return m;
     };
-    await waitFor(() => sigs.every((s) => decoded().has(s)), 10_000, 'all six transactions decoded from shreds');
+    await waitFor(() => sigs.every((s) => decoded().has(s)), 10_000, 'all six transactions decoded from shreds').catch((e: Error) => {
+      throw new Error(`${e.message}; decoded ${sigs.filter((s) => decoded().has(s)).length}/6; pipeline ${JSON.stringify(pipeline!.stats())}`);
+    });
     const seen = decoded();
     for (const s of sigs) {
       const got = await rpc(node.httpUrl, 'getTransaction', [s, { commitment: 'confirmed' }]);

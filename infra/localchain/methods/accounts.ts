@@ -24,9 +24,9 @@ export function accountEncoding(cfg: Raw, dflt: AccountEncoding): AccountEncodin
   return oneOf(cfg, 'encoding', ACCOUNT_ENCODINGS, dflt);
 }
 
-type Filter = (a: ChainAccount) => boolean;
+export type AccountFilter = (a: ChainAccount) => boolean;
 
-function compileFilter(f: unknown): Filter {
+function compileFilter(f: unknown): AccountFilter {
   if (!isObj(f)) throw invalidParams('invalid type: expected a filter object');
   if (f.dataSize !== undefined) {
     const n = u64(f.dataSize, 'dataSize');
@@ -41,6 +41,11 @@ function compileFilter(f: unknown): Filter {
     return (a) => offset + bytes.length <= a.data.length && Buffer.from(a.data.buffer, a.data.byteOffset + offset, bytes.length).equals(bytes);
   }
   throw invalidParams('unknown filter: expected dataSize or memcmp');
+}
+
+export function compileFilters(raw: unknown[]): AccountFilter[] {
+  if (raw.length > MAX_FILTERS) throw invalidParams(`Too many filters provided; max ${MAX_FILTERS}`);
+  return raw.map(compileFilter);
 }
 
 export function accountMethods(chain: Chain): Methods {
@@ -77,8 +82,7 @@ export function accountMethods(chain: Chain): Methods {
       const slice = dataSlice(cfg);
       const rawFilters = cfg.filters ?? [];
       if (!Array.isArray(rawFilters)) throw invalidParams('invalid type: expected a sequence of filters');
-      if (rawFilters.length > MAX_FILTERS) throw invalidParams(`Too many filters provided; max ${MAX_FILTERS}`);
-      const filters = rawFilters.map(compileFilter);
+      const filters = compileFilters(rawFilters);
       const list = chain.bank
         .programAccounts(program)
         .filter((x) => x.account.lamports > 0n && filters.every((f) => f(x.account)))

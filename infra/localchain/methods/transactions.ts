@@ -172,11 +172,10 @@ export function transactionMethods(chain: Chain): Methods {
       if (limit < 1 || limit > MAX_SIGNATURES_LIMIT) throw invalidParams(`Invalid limit; max ${MAX_SIGNATURES_LIMIT}`);
       const before = cfg.before === undefined || cfg.before === null ? null : bs58.encode(signatureParam(cfg.before));
       const until = cfg.until === undefined || cfg.until === null ? null : bs58.encode(signatureParam(cfg.until));
-      const list = chain.ledger.forAddress(addr);
       const out: unknown[] = [];
       let started = before === null;
-      for (let i = list.length - 1; i >= 0 && out.length < limit; i--) {
-        const r = list[i]!;
+      for (const r of chain.ledger.forAddress(addr)) {
+        if (out.length >= limit) break;
         if (!r.frozen) continue;
         if (!started) {
           if (r.signature === before) started = true;
