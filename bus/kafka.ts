@@ -73,6 +73,9 @@ function scrubError(e: unknown): Error {
 }
 
 /** Runs a kafkajs call, rethrowing its error scrubbed. */
+/** ListOffsets attempts on retriable errors (about 4.5 s of backoff in all). */
+const END_OFFSETS_ATTEMPTS = 10;
+
 async function kafkaCall<T>(f: () => Promise<T>): Promise<T> {
   try {
     return await f();
@@ -201,8 +204,18 @@ export class KafkaBus implements Bus {
 
   async endOffsets(topic: string): Promise<Map<number, string>> {
     const admin = await kafkaCall(() => this.getAdmin());
-    const offsets = await kafkaCall(() => admin.fetchTopicOffsets(topic));
-    return new Map(offsets.map((o) => [o.partition, o.high]));
+    // Right after createTopics (waitForLeaders), a KRaft broker can still answer ListOffsets with "not the leader"
+    // for a moment; kafkajs's admin does not retry it. Retry retriable errors briefly, re-reading the metadata.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const offsets = await admin.fetchTopicOffsets(topic);
+        return new Map(offsets.map((o) => [o.partition, o.high]));
+      } catch (e) {
+        if (attempt >= END_OFFSETS_ATTEMPTS || (e as { retriable?: unknown }).retriable !== true) throw scrubError(e);
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+        await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
+      }
+    }
   }
 
   private async snapshotEnds(topics: string[]): Promise<Positions> {

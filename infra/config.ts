@@ -3,6 +3,7 @@ import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Ra
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
+import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
 import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingConfig } from './ops-config';
 import { parseRentalsConfig, type RentalsConfig } from './rentals-source';
 
@@ -33,6 +34,8 @@ export interface Config {
   metrics: MetricsConfig;
   ingest: IngestConfig;
   fanout: FanoutConfig;
+  /** The local chain node (single-machine runs). */
+  localchain: LocalChainConfig;
   demo: DemoConfig;
   rentals: RentalsConfig;
   admin: AdminConfig;
@@ -61,7 +64,7 @@ function parseMetrics(raw: unknown): MetricsConfig {
 
 export function parseConfig(raw: unknown): Config {
   const o = section(raw, '(root)');
-  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'demo', 'gateways', 'rentals', 'admin', 'billing']);
+  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'localchain', 'demo', 'gateways', 'rentals', 'admin', 'billing']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
   const fanout = parseFanoutConfig(o.fanout);
@@ -71,6 +74,8 @@ export function parseConfig(raw: unknown): Config {
     metrics: parseMetrics(o.metrics),
     ingest: parseIngestConfig(o.ingest),
     fanout,
+    // The node runs only where a config asks for it (the local one does); its own default is on.
+    localchain: parseLocalChainConfig({ enabled: false, ...section(o.localchain, 'localchain') }),
     demo: parseDemoConfig(o.demo),
     rentals: parseRentalsConfig(o.rentals, fanout),
     admin: parseAdminConfig(o.admin),

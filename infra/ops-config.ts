@@ -17,7 +17,8 @@ export interface BillingConfig {
 
 export function parseAdminConfig(raw: unknown): AdminConfig {
   const o: Raw = section(raw, 'admin');
-  return { enabled: bool(o, 'enabled', 'admin', true), ...hostPort(o, 'listen', 'admin', '127.0.0.1:9465') };
+  // Off unless asked for: the single-machine config turns it on; a Kafka deployment writes rentals to Kafka.
+  return { enabled: bool(o, 'enabled', 'admin', false), ...hostPort(o, 'listen', 'admin', '127.0.0.1:9465') };
 }
 
 export function parseBillingConfig(raw: unknown): BillingConfig {

@@ -18,6 +18,8 @@ const BENCHES: BenchModule[] = [
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './billing', title: 'billing', entry: 'benchBilling' },
+  { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
+  { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
 ];
 
 /** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */

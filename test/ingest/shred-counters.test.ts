@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import bs58 from 'bs58';
-import { entriesBincode, signedTransfer } from '../../infra/demo/transfers';
+import { signedTransfer } from '../../infra/demo/transfers';
+import { encodeEntryBatch } from '../../ingest/entry/entries';
 import { randomKeypair } from '../../infra/keys';
 import { Registry } from '../../infra/metrics';
 import { Pipeline } from '../../ingest/pipeline';
@@ -20,7 +21,7 @@ describe('ingest shred counters on a loss-free feed', () => {
     let txs = 0;
     const p = new Pipeline({ registry, leaders: fixedLeader(bs58.encode(leader.publicKey)), sink: { batch: (o) => void (txs += o.txs.length), slot: () => undefined } });
     const entries = [{ numHashes: 1n, hash: crypto.randomBytes(32), txs: Array.from({ length: 200 }, (_, i) => signedTransfer(payer, crypto.randomBytes(32), BigInt(i + 1))) }];
-    const batch = shredBatch(entriesBincode(entries), { slot: 77n, parentOffset: 1, shredVersion: 0, fecSetIndexStart: 0, chainedRoot: crypto.randomBytes(32), leaderSeed32: leader.seed, lastInSlot: true });
+    const batch = shredBatch(encodeEntryBatch(entries), { slot: 77n, parentOffset: 1, shredVersion: 0, fecSetIndexStart: 0, chainedRoot: crypto.randomBytes(32), leaderSeed32: leader.seed, lastInSlot: true });
     const sets = batch.merkleRoots.length;
     assert.ok(sets >= 2, `sets ${sets}`);
     for (const s of batch.shreds) p.push(s, 1000);

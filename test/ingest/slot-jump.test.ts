@@ -7,7 +7,8 @@ import { EmbeddedBus } from '../../bus/embedded';
 import { KafkaBus } from '../../bus/kafka';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord } from '../../bus/topics/stream-transactions';
-import { entriesBincode, signedTransfer } from '../../infra/demo/transfers';
+import { signedTransfer } from '../../infra/demo/transfers';
+import { encodeEntryBatch } from '../../ingest/entry/entries';
 import { randomKeypair, type Keypair } from '../../infra/keys';
 import { Registry } from '../../infra/metrics';
 import type { IngestConfig } from '../../ingest/config';
@@ -48,7 +49,7 @@ function makeSlot(slot: bigint, leader: Keypair, payer: Keypair): MadeSlot {
     }
     entries.push({ numHashes: 12_500n, hash: crypto.randomBytes(32), txs });
   }
-  const batch = shredBatch(entriesBincode(entries), {
+  const batch = shredBatch(encodeEntryBatch(entries), {
     slot,
     parentOffset: 1,
     shredVersion: 0,
