@@ -3,6 +3,7 @@ import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Ra
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
+import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -31,6 +32,8 @@ export interface Config {
   metrics: MetricsConfig;
   ingest: IngestConfig;
   fanout: FanoutConfig;
+  /** The local chain node (single-machine runs). */
+  localchain: LocalChainConfig;
   demo: DemoConfig;
 }
 
@@ -56,7 +59,7 @@ function parseMetrics(raw: unknown): MetricsConfig {
 
 export function parseConfig(raw: unknown): Config {
   const o = section(raw, '(root)');
-  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'demo', 'gateways']);
+  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'localchain', 'demo', 'gateways']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
   return {
@@ -65,6 +68,8 @@ export function parseConfig(raw: unknown): Config {
     metrics: parseMetrics(o.metrics),
     ingest: parseIngestConfig(o.ingest),
     fanout: parseFanoutConfig(o.fanout),
+    // The node runs only where a config asks for it (the local one does); its own default is on.
+    localchain: parseLocalChainConfig({ enabled: false, ...section(o.localchain, 'localchain') }),
     demo: parseDemoConfig(o.demo),
   };
 }
