@@ -4,6 +4,7 @@ import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
 import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
+import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -35,6 +36,7 @@ export interface Config {
   /** The local chain node (single-machine runs). */
   localchain: LocalChainConfig;
   demo: DemoConfig;
+  gateways: { rpc: RpcGatewayConfig };
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -71,6 +73,8 @@ export function parseConfig(raw: unknown): Config {
     // The node runs only where a config asks for it (the local one does); its own default is on.
     localchain: parseLocalChainConfig({ enabled: false, ...section(o.localchain, 'localchain') }),
     demo: parseDemoConfig(o.demo),
+    // Like the local chain, the gateway runs where a config asks for it (the local one does).
+    gateways: { rpc: parseRpcGatewayConfig({ enabled: false, ...section(section(o.gateways, 'gateways').rpc, 'gateways.rpc') }) },
   };
 }
 
