@@ -70,6 +70,11 @@ export function httpProxy<C, K extends string>(o: HttpProxyOptions<C, K>): (req:
       return;
     }
     try {
+      if (res.destroyed) {
+        // The client left while the request waited for admission (a scan slot): nobody would read the reply.
+        o.usage?.(caller, calls, admitted.units, 'error', 'http');
+        return;
+      }
       let retry = true;
       for (const c of calls) if (o.neverRetry.has(c.method)) retry = false;
       const accept = batch ? (_s: number, b: Buffer) => batchReplyLength(b) === calls.length : (_s: number, b: Buffer) => looksLikeJsonObject(b);

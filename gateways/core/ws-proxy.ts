@@ -148,22 +148,24 @@ export function wsProxy<C, K extends string>(o: WsProxyOptions<C, K>): WsProxy {
     // Client → upstream, metered, in order.
     const queue: Array<{ data: Buffer; isBinary: boolean }> = [];
     let waiting = false;
-    const deliver = (data: Buffer, isBinary: boolean, calls: readonly RpcCall[] | null, admitted: AdmitResult<K> | null): void => {
-      if (closed) return;
-      if (admitted !== null && !admitted.ok) {
+    const deliver = (data: Buffer, isBinary: boolean, calls: readonly RpcCall[], admitted: AdmitResult<K>): void => {
+      if (!admitted.ok) {
+        if (closed) return;
         const row = o.errors[admitted.error];
         o.metrics.errors.inc();
-        const id = calls !== null && calls.length === 1 ? calls[0]!.id : null;
-        toClient(errorJson(row, admitted.detail, id), false);
-        o.usage?.(caller, calls!, calls!.map(() => 0), 'rate_limited', 'ws');
+        toClient(errorJson(row, admitted.detail, calls.length === 1 ? calls[0]!.id : null), false);
+        o.usage?.(caller, calls, calls.map(() => 0), 'rate_limited', 'ws');
         return;
       }
+      // Slots are held only while the message is handed over (the reply is not correlated on a socket).
+      admitted.release?.();
+      if (closed) return;
       toUpstream(data, isBinary);
-      admitted?.release?.();
-      if (calls !== null && admitted !== null) o.usage?.(caller, calls, admitted.units, 'ok', 'ws');
+      o.usage?.(caller, calls, admitted.units, 'ok', 'ws');
     };
+    // Binary frames are parsed and metered like text ones: a node may well accept JSON in either, and an
+    // unmetered path would be a way around the limits.
     const handle = (data: Buffer, isBinary: boolean): void => {
-      if (isBinary) return deliver(data, isBinary, null, null); // not JSON-RPC text: the node's to judge
       const parsed = parseRequest(data, o.maxBatch);
       if (!parsed.ok) {
         o.metrics.errors.inc();
@@ -171,10 +173,10 @@ export function wsProxy<C, K extends string>(o: WsProxyOptions<C, K>): WsProxy {
         return;
       }
       const admitted = o.meter.admit(caller, parsed.calls, 'ws');
-      if (!(admitted instanceof Promise)) return deliver(data, false, parsed.calls, admitted);
+      if (!(admitted instanceof Promise)) return deliver(data, isBinary, parsed.calls, admitted);
       waiting = true;
       admitted
-        .then((a) => deliver(data, false, parsed.calls, a))
+        .then((a) => deliver(data, isBinary, parsed.calls, a))
         .catch((e: unknown) => o.log.error({ err: e }, 'websocket admission failed'))
         .finally(() => {
           waiting = false;
