@@ -364,6 +364,12 @@ describe('gateway core: WebSocket pass-through', () => {
     assert.equal(JSON.parse(got[501]!).error.code, -32001);
     assert.equal(JSON.parse(got[501]!).id, 9);
     assert.equal(node.count('limited'), before);
+    // A binary frame is metered like a text one (no way around the limits).
+    ws.send(Buffer.from(rpc('limited', 12)), { binary: true });
+    await waitFor(() => got.length === 503, 5_000, 'binary refusal');
+    assert.equal(JSON.parse(got[502]!).id, 12);
+    assert.equal(node.count('limited'), before);
+    got.splice(502, 1);
     // Order holds across a waiting admission: waitFirst's answer comes before the later call's.
     ws.send(rpc('waitFirst', 10));
     ws.send(rpc('after', 11));
