@@ -71,7 +71,8 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
       : (rental, calls, units, outcome, transport) => {
           if (rental === null) return;
           const surface = transport === 'ws' ? 'rpc-ws' : 'rpc';
-          for (let i = 0; i < calls.length; i++) producer.emit(newUsageEvent({ rental: rental.id, surface, method: calls[i]!.method, units: units[i] ?? 0, outcome }));
+          const time = new Date(); // one request, one time: a batch's events share it
+          for (let i = 0; i < calls.length; i++) producer.emit(newUsageEvent({ rental: rental.id, surface, method: calls[i]!.method, units: units[i] ?? 0, outcome, time }));
         };
 
   let proxy;

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     const consumer = await bus.consume({ topics: [TOPIC.usageEvents], from: 'beginning', onBatch: (b) => void (events += b.length) });
     const cfg = parseRpcGatewayConfig({ listen: '127.0.0.1:0', wsListen: '127.0.0.1:0', upstreams: [up], region: '' });
     const rentals = rentalsFromList([parseRental({ id: 'bench', ips: ['127.0.0.1'], rps: 1e9, tps: 1e9 })]);
-    const gw = await startRpcGateway(cfg, { rentals, log, usage });
+    const gw = await startRpcGateway(cfg, { rentals, log, usage: process.env.RPC_BENCH_NO_USAGE === '1' ? undefined : usage });
     process.send!({ type: 'ready', http: gw.http.url, ws: gw.ws.url });
     close = async () => {
       await gw.close();

@@ -9,7 +9,8 @@ import { fmt, summarize, type BenchResult } from './stats';
 //     alternating in blocks; added p50/p99 = gateway − direct;
 //   - throughput: 64 requests in flight over 32 keep-alive connections for a few seconds; the gateway's own
 //     CPU (it runs in its own process) gives requests/s per core of the gateway;
-//   - for a cheap method (getHealth) and a batch of 10 of it, with metering and usage events on;
+//   - for a cheap method (getHealth) and a batch of 10 of it, with metering and usage events on (and, as a
+//     reference, once more with usage events off);
 //   - WebSocket: slotSubscribe directly and through the gateway at once; for each slot, the arrival-time
 //     difference of the same notification (gateway − direct).
 // The node, the gateway and the load generator (this process, a bare undici dispatch loop) are three processes
@@ -154,43 +155,52 @@ async function wsLatency(directUrl: string, gwUrl: string): Promise<number[]> {
   return added;
 }
 
+async function httpCases(chainUrl: string, gwc: Child, label: string): Promise<BenchResult[]> {
+  const out: BenchResult[] = [];
+  for (const [name, body] of [['getHealth', CHEAP], ['batch of 10 getHealth', BATCH]] as const) {
+    const d1 = client(chainUrl, 1);
+    const g1 = client(gwc.http, 1);
+    const { d, g } = await latency(d1, g1, body);
+    await d1.close();
+    await g1.close();
+    const sd = summarize(d);
+    const sg = summarize(g);
+    const dN = client(chainUrl, 32);
+    const gN = client(gwc.http, 32);
+    const td = await throughput(dN, body);
+    const tg = await throughput(gN, body, gwc);
+    await dN.close();
+    await gN.close();
+    out.push({
+      bench: 'rpc',
+      case: `${name}${label}`,
+      figures: {
+        direct_p50_ms: sd.p50,
+        gateway_p50_ms: sg.p50,
+        added_p50_ms: sg.p50 - sd.p50,
+        direct_p99_ms: sd.p99,
+        gateway_p99_ms: sg.p99,
+        added_p99_ms: sg.p99 - sd.p99,
+        direct_req_s: td.rps,
+        gateway_req_s: tg.rps,
+        gateway_cpu_pct: tg.cpuPct,
+        gateway_req_s_per_core: tg.rps / (tg.cpuPct / 100),
+      },
+    });
+  }
+  return out;
+}
+
 export async function benchRpc(): Promise<BenchResult[]> {
   const chain = await startChild({ RPC_BENCH_ROLE: 'chain', RPC_BENCH_SLOT_MS: '50' });
+  const upstream = JSON.stringify({ http: chain.http, ws: chain.ws });
   let gwc: Child | undefined;
+  let bare: Child | undefined;
   const out: BenchResult[] = [];
   try {
-    gwc = await startChild({ RPC_BENCH_ROLE: 'gateway', RPC_BENCH_UPSTREAM: JSON.stringify({ http: chain.http, ws: chain.ws }) });
-    for (const [name, body] of [['getHealth', CHEAP], ['batch of 10 getHealth', BATCH]] as const) {
-      const d1 = client(chain.http, 1);
-      const g1 = client(gwc.http, 1);
-      const { d, g } = await latency(d1, g1, body);
-      await d1.close();
-      await g1.close();
-      const sd = summarize(d);
-      const sg = summarize(g);
-      const dN = client(chain.http, 32);
-      const gN = client(gwc.http, 32);
-      const td = await throughput(dN, body);
-      const tg = await throughput(gN, body, gwc);
-      await dN.close();
-      await gN.close();
-      out.push({
-        bench: 'rpc',
-        case: name,
-        figures: {
-          direct_p50_ms: sd.p50,
-          gateway_p50_ms: sg.p50,
-          added_p50_ms: sg.p50 - sd.p50,
-          direct_p99_ms: sd.p99,
-          gateway_p99_ms: sg.p99,
-          added_p99_ms: sg.p99 - sd.p99,
-          direct_req_s: td.rps,
-          gateway_req_s: tg.rps,
-          gateway_cpu_pct: tg.cpuPct,
-          gateway_req_s_per_core: tg.rps / (tg.cpuPct / 100),
-        },
-      });
-    }
+    // The gateway as deployed: metering and usage events on (produced to an embedded bus in its process).
+    gwc = await startChild({ RPC_BENCH_ROLE: 'gateway', RPC_BENCH_UPSTREAM: upstream });
+    out.push(...(await httpCases(chain.http, gwc, '')));
     const ws = summarize(await wsLatency(chain.ws, gwc.ws));
     out.push({
       bench: 'rpc',
@@ -199,9 +209,14 @@ export async function benchRpc(): Promise<BenchResult[]> {
       note: ws.count < 20 ? `only ${ws.count} notifications paired` : undefined,
     });
     const ev = (await gwc.cpu()).events;
+    await gwc.close();
     out[0]!.note = `usage events produced by the gateway during the run: ${fmt(ev)}; node, gateway and load generator share 2 cores`;
+    // Reference: the same gateway with usage events off (metering on), to show what producing them costs.
+    bare = await startChild({ RPC_BENCH_ROLE: 'gateway', RPC_BENCH_UPSTREAM: upstream, RPC_BENCH_NO_USAGE: '1' });
+    out.push(...(await httpCases(chain.http, bare, ' (reference: usage events off)')));
   } finally {
     await gwc?.close();
+    await bare?.close();
     await chain.close();
   }
   return out;
