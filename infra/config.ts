@@ -6,6 +6,7 @@ import { parseDemoConfig, type DemoConfig } from './demo/config';
 import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
 import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingConfig } from './ops-config';
 import { parseRentalsConfig, type RentalsConfig } from './rentals-source';
+import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -40,6 +41,7 @@ export interface Config {
   rentals: RentalsConfig;
   admin: AdminConfig;
   billing: BillingConfig;
+  gateways: { rpc: RpcGatewayConfig };
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -80,6 +82,8 @@ export function parseConfig(raw: unknown): Config {
     rentals: parseRentalsConfig(o.rentals, fanout),
     admin: parseAdminConfig(o.admin),
     billing: parseBillingConfig(o.billing),
+    // Like the local chain, the gateway runs where a config asks for it (the local one does).
+    gateways: { rpc: parseRpcGatewayConfig({ enabled: false, ...section(section(o.gateways, 'gateways').rpc, 'gateways.rpc') }) },
   };
 }
 

@@ -7,6 +7,7 @@ import { startIngest } from '../ingest/worker';
 import { startFanout } from '../fanout/server';
 import { startAdmin } from './admin/server';
 import { startBillingJob } from './billing/job';
+import { startRpcGateway } from '../gateways/rpc/gateway';
 import { chainRpc } from './chain-rpc';
 import type { Config } from './config';
 import { asListenError } from './config-read';
@@ -63,6 +64,7 @@ const COMPONENTS: Component[] = [
   { name: 'ingest', start: startIngestComponent },
   { name: 'fanout', start: startFanoutComponent, listenKey: 'fanout.listen' },
   // Surfaces add their block here (rpc, submit, evm, …): each adds its own endpoint keys.
+  { name: 'rpc', start: startRpcComponent },
   { name: 'demo', start: startDemoComponent }, // last: it sends through whatever `send` the blocks above chose
 ];
 
@@ -147,6 +149,21 @@ async function startFanoutComponent(l: Launch): Promise<void> {
   const fanout = await startFanout(l.cfg.fanout, l.bus, l.rentals, l.log.child({ component: 'fanout' }));
   l.onStop(() => fanout.close());
   l.endpoints.stream = fanout.address;
+}
+
+// --- rpc: the chain JSON-RPC gateway (HTTP + WebSocket) in front of the configured chain nodes, or the local
+// chain node when none is configured; usage events through its own producer on the bus.
+async function startRpcComponent(l: Launch): Promise<void> {
+  const cfg = l.cfg.gateways.rpc;
+  if (!cfg.enabled) return;
+  const local = l.chain === undefined ? [] : [{ http: l.chain.httpUrl, ws: l.chain.wsUrl }];
+  if (cfg.upstreams.length === 0 && local.length === 0) {
+    l.log.warn('chain JSON-RPC gateway not started: no upstream (set gateways.rpc.upstreams, or run the local chain)');
+    return;
+  }
+  const gw = await startRpcGateway(cfg, { rentals: l.rentals, log: l.log.child({ component: 'rpc' }), bus: l.bus, upstreams: local });
+  l.onStop(() => gw.close());
+  l.endpoints.rpc = { http: gw.http.url, ws: gw.ws.url };
 }
 
 // --- demo: signed transfers on the local chain, plus the local credentials newcomers and tests use.

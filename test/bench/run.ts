@@ -19,6 +19,7 @@ const BENCHES: BenchModule[] = [
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './billing', title: 'billing', entry: 'benchBilling' },
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
+  { file: './rpc', title: 'rpc gateway', entry: 'benchRpc' },
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
 ];
 
