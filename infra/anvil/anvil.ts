@@ -34,6 +34,8 @@ export interface Anvil {
   readonly httpUrl: string;
   /** ws://host:port */
   readonly wsUrl: string;
+  /** The process group of anvil and its wrapper (tests check that nothing of it is left). */
+  readonly processGroup: number;
   /** Resolves when anvil has exited (stopped or died). */
   readonly exited: Promise<void>;
   stop(): Promise<void>;
@@ -94,6 +96,7 @@ export async function startAnvil(opts: AnvilOptions): Promise<Anvil> {
     port,
     httpUrl: `http://${urlHost}:${port}`,
     wsUrl: `ws://${urlHost}:${port}`,
+    processGroup: child.pid!,
     exited,
     stop: () => stopChild(child, lifeline, exited),
   };
