@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { anvilBinary } from './binary';
 
@@ -21,6 +22,12 @@ export interface AnvilOptions {
   port?: number;
   /** Seconds between blocks; default none (a block per transaction, plus evm_mine). */
   blockTime?: number;
+  /**
+   * No per-request log lines from anvil (benchmarks: draining them costs this process CPU). anvil then prints
+   * nothing, not even its port, so a free port is picked here first (another process could take it before
+   * anvil binds; start fails then, naming the port).
+   */
+  quiet?: boolean;
   /** Extra anvil arguments. */
   args?: string[];
   startTimeoutMs?: number;
@@ -59,7 +66,10 @@ const WRAPPER = [
 /** Starts anvil and resolves once it accepts JSON-RPC (eth_chainId answers with the asked chain id). */
 export async function startAnvil(opts: AnvilOptions): Promise<Anvil> {
   const host = opts.host ?? '127.0.0.1';
-  const args = ['--chain-id', String(opts.chainId), '--host', host, '--port', String(opts.port ?? 0)];
+  const quiet = opts.quiet ?? false;
+  const fixedPort = opts.port ?? (quiet ? await freePort(host) : 0);
+  const args = ['--chain-id', String(opts.chainId), '--host', host, '--port', String(fixedPort)];
+  if (quiet) args.push('--quiet');
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime));
   args.push(...(opts.args ?? []));
   const child = spawn('sh', ['-c', WRAPPER, anvilBinary(), ...args], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true });
@@ -83,7 +93,7 @@ export async function startAnvil(opts: AnvilOptions): Promise<Anvil> {
 
   let port: number;
   try {
-    port = await waitListening(child, () => output, exited, opts.startTimeoutMs ?? 30_000);
+    port = quiet ? fixedPort : await waitListening(child, () => output, exited, opts.startTimeoutMs ?? 30_000);
     await waitChainId(host, port, opts.chainId, exited, opts.startTimeoutMs ?? 30_000);
   } catch (e) {
     await stopChild(child, lifeline, exited);
@@ -100,6 +110,17 @@ export async function startAnvil(opts: AnvilOptions): Promise<Anvil> {
     exited,
     stop: () => stopChild(child, lifeline, exited),
   };
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const a = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(a.port));
+    });
+  });
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
