@@ -3,6 +3,7 @@ import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Ra
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
+import { parseEvmConfig, type EvmGatewayConfig } from '../gateways/evm/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -32,6 +33,7 @@ export interface Config {
   ingest: IngestConfig;
   fanout: FanoutConfig;
   demo: DemoConfig;
+  gateways: { evm: EvmGatewayConfig };
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -59,6 +61,7 @@ export function parseConfig(raw: unknown): Config {
   const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'demo', 'gateways']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
+  const gateways = section(o.gateways, 'gateways');
   return {
     bus: parseBus(o.bus),
     log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info') },
@@ -66,6 +69,7 @@ export function parseConfig(raw: unknown): Config {
     ingest: parseIngestConfig(o.ingest),
     fanout: parseFanoutConfig(o.fanout),
     demo: parseDemoConfig(o.demo),
+    gateways: { evm: parseEvmConfig(gateways.evm) },
   };
 }
 

@@ -8,11 +8,17 @@ import type { Config } from './config';
 import { metrics, serveMetrics } from './metrics';
 import { registerSecret, type Log } from './log';
 import { startDemoTraffic } from './demo/traffic';
+import { startAnvil } from './anvil/anvil';
+import { startEvmGateway } from '../gateways/evm/gateway';
+import { UsageProducer } from '../bus/usage-producer';
+import type { UpstreamEndpoint } from '../gateways/core';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
 
 export interface Running {
   endpoints: Record<string, string>;
+  /** Endpoint entries that are objects, merged into the endpoints file: evm → { "56": { http, ws }, … }. */
+  nested: Record<string, unknown>;
   stop(): Promise<void>;
 }
 
@@ -31,9 +37,27 @@ async function openRentals(cfg: Config, bus: Bus, log: Log, stoppers: Stopper[])
   return registry;
 }
 
+/** EVM endpoints: a local anvil per chain that asks for one, then the gateway; its URLs per chain id. */
+async function launchEvm(cfg: Config, bus: Bus, rentals: RentalRegistry, log: Log, stoppers: Stopper[]): Promise<Record<string, { http: string; ws: string }>> {
+  const evm = cfg.gateways.evm;
+  const extra = new Map<number, UpstreamEndpoint[]>();
+  for (const c of evm.chains.filter((x) => x.anvil)) {
+    const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}) });
+    stoppers.push(() => node.stop());
+    extra.set(c.chainId, [{ http: node.httpUrl, ws: node.wsUrl }]);
+    log.info({ chain: c.chainId, blockTime: c.anvilBlockTime }, 'local anvil started');
+  }
+  const usage = new UsageProducer(bus, { log: log.child({ component: 'usage' }) });
+  stoppers.push(() => usage.close());
+  const gw = await startEvmGateway(evm, { rentals, usage, log: log.child({ component: 'evm' }) }, extra);
+  stoppers.push(() => gw.close());
+  return Object.fromEntries(gw.chains.map((c) => [String(c.chainId), { http: c.http, ws: c.ws }]));
+}
+
 export async function launch(cfg: Config, log: Log): Promise<Running> {
   const stoppers: Stopper[] = [];
   const endpoints: Record<string, string> = {};
+  const nested: Record<string, unknown> = {};
   // /readyz turns 503 the moment shutdown begins, so a load balancer drains this instance before streams end.
   let started = false;
   let stopping = false;
@@ -82,8 +106,9 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       stoppers.push(() => demo.close());
       endpoints.demoAccounts = demo.accounts.join(',');
     }
+    if (cfg.gateways.evm.enabled) nested.evm = await launchEvm(cfg, bus, rentals, log, stoppers);
     started = true;
-    return { endpoints, stop };
+    return { endpoints, nested, stop };
   } catch (e) {
     await stop();
     throw e;

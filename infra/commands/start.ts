@@ -18,11 +18,11 @@ export async function run(argv: string[]): Promise<number> {
   const running = await launch(cfg, log);
   const endpointsFile = args.get('endpoints');
   if (endpointsFile !== undefined) {
-    fs.writeFileSync(`${endpointsFile}.tmp`, JSON.stringify(running.endpoints, null, 2) + '\n');
+    fs.writeFileSync(`${endpointsFile}.tmp`, JSON.stringify({ ...running.endpoints, ...running.nested }, null, 2) + '\n');
     fs.renameSync(`${endpointsFile}.tmp`, endpointsFile);
   }
   // Addresses are host:port of this machine's own listeners; no credential is in them.
-  log.info({ serving: Object.keys(running.endpoints) }, 'meridian started');
+  log.info({ serving: [...Object.keys(running.endpoints), ...Object.keys(running.nested)] }, 'meridian started');
   if (running.endpoints.demoAccounts !== undefined) {
     process.stderr.write(`demo traffic flowing; try: meridian subscribe --include ${running.endpoints.demoAccounts.split(',')[0]}\n`);
   }
