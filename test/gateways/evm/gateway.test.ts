@@ -260,14 +260,18 @@ describe('EVM endpoints (two real anvil nodes through the gateway)', function ()
     ]);
     assert.equal((await rawRequest(chain(137).http, { body })).status, 200);
     assert.equal((await rawRequest(chain(56).http, { body: rpcBody('eth_getBalance', [DEV_ADDR_1, 'latest']) })).status, 200);
+    const sub = await WsRpc.open(chain(56).ws);
+    assert.equal((await sub.call('eth_subscribe', ['newHeads'])).result !== undefined, true);
+    sub.close();
     await usage.flush();
-    await waitFor(() => usageSeen.length >= mark + 3, 10_000, 'three usage events');
+    await waitFor(() => usageSeen.length >= mark + 4, 10_000, 'four usage events');
     const mine = usageSeen.slice(mark).filter((e) => e.rental === RENTAL.id);
-    assert.equal(mine.length, 3);
+    assert.equal(mine.length, 4);
     assert.deepEqual(mine.map((e) => [e.surface, e.chain, e.method, e.units, e.outcome]), [
       ['evm', 137, 'eth_blockNumber', 1, 'ok'],
       ['evm', 137, 'eth_gasPrice', 1, 'ok'],
       ['evm', 56, 'eth_getBalance', 1, 'ok'],
+      ['evm', 56, 'eth_subscribe', 1, 'ok'],
     ]);
   });
 
