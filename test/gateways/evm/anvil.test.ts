@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import path from 'node:path';
+import { waitFor } from '../../support/wait';
 import { createPublicClient, createWalletClient, http, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startAnvil } from '../../../infra/anvil/anvil';
@@ -35,6 +37,18 @@ describe('infra/anvil', () => {
     } finally {
       await again.stop();
     }
+  });
+
+  it('leaves no anvil behind when the process that started it is killed with SIGKILL', async () => {
+    const module = path.resolve(__dirname, '../../../infra/anvil/anvil');
+    const parent = spawn(process.execPath, ['-e', `require(${JSON.stringify(module)}).startAnvil({ chainId: 56 }).then((a) => { console.log(a.processGroup); setInterval(() => {}, 1000); })`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const pgid = await new Promise<number>((resolve, reject) => {
+      parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+      parent.once('exit', () => reject(new Error('parent exited early')));
+    });
+    assert.equal(groupMembers(pgid).length, 3);
+    parent.kill('SIGKILL');
+    await waitFor(() => groupMembers(pgid).length === 0, 10_000, 'anvil to follow its parent');
   });
 
   it('the test contract deployed from hand-written bytecode emits LOG1(Ping topic, calldata)', async () => {
