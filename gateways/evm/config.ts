@@ -29,6 +29,11 @@ export interface EvmChainConfig {
   anvil: boolean;
   /** anvil --block-time in seconds; 0 = a block per transaction (and on evm_mine). */
   anvilBlockTime: number;
+  /**
+   * This chain's stall limit (health.maxStallMs unless the chain sets its own). A local anvil without a block
+   * time mines only on demand, so for it the default is 0 (off).
+   */
+  maxStallMs: number;
 }
 
 export interface EvmGatewayConfig {
@@ -40,7 +45,8 @@ export interface EvmGatewayConfig {
   trustedProxies: string[];
   /** Methods never retried, hedged or sent twice. */
   neverResend: string[];
-  health: { intervalMs: number; timeoutMs: number; maxLagBlocks: number };
+  /** maxStallMs: a block number unchanged this long makes an upstream unhealthy; 0 = off (on-demand dev nodes). */
+  health: { intervalMs: number; timeoutMs: number; maxLagBlocks: number; maxStallMs: number };
   upstream: { timeoutMs: number; connections: number };
   limits: {
     maxBodyBytes: number;
@@ -89,7 +95,7 @@ function checkUrl(u: string, where: string, schemes: string[]): string {
   return u;
 }
 
-function parseChain(raw: unknown, chainId: number, p: string): EvmChainConfig {
+function parseChain(raw: unknown, chainId: number, p: string, defaultStallMs: number): EvmChainConfig {
   const o = section(raw, p);
   const host = LOCAL_LISTEN[chainId];
   if (host === undefined && (o.http === undefined || o.ws === undefined)) throw new ConfigError(`${p}: set http and ws listen addresses for chain ${chainId}`);
@@ -100,7 +106,9 @@ function parseChain(raw: unknown, chainId: number, p: string): EvmChainConfig {
     upstreams: upstreamList(o, p),
     anvil: bool(o, 'anvil', p, false),
     anvilBlockTime: int(o, 'anvilBlockTime', p, 0, 0, 3600),
+    maxStallMs: 0,
   };
+  cfg.maxStallMs = int(o, 'maxStallMs', p, cfg.anvil && cfg.anvilBlockTime === 0 ? 0 : defaultStallMs, 0);
   if (cfg.upstreams.length === 0 && !cfg.anvil) throw new ConfigError(`${p}: no upstreams (set ${p}.upstreams, or ${p}.anvil for a local node)`);
   return cfg;
 }
@@ -123,7 +131,8 @@ export function parseEvmConfig(raw: unknown): EvmGatewayConfig {
   });
   if (new Set(ids).size !== ids.length) throw new ConfigError(`${p}.serve: a chain id is listed twice`);
   for (const k of Object.keys(chainsRaw)) if (!/^\d+$/.test(k)) throw new ConfigError(`${p}.chains.${k}: keys are chain ids`);
-  const chains = enabled ? ids.map((id) => parseChain(chainsRaw[String(id)], id, `${p}.chains.${id}`)) : [];
+  const defaultStallMs = int(h, 'maxStallMs', `${p}.health`, 60_000, 0);
+  const chains = enabled ? ids.map((id) => parseChain(chainsRaw[String(id)], id, `${p}.chains.${id}`, defaultStallMs)) : [];
   if (enabled && chains.length === 0) throw new ConfigError(`${p}.serve: list the chain ids this deployment serves`);
   const cfg: EvmGatewayConfig = {
     enabled,
@@ -135,6 +144,8 @@ export function parseEvmConfig(raw: unknown): EvmGatewayConfig {
       intervalMs: int(h, 'intervalMs', `${p}.health`, 1_000, 50),
       timeoutMs: int(h, 'timeoutMs', `${p}.health`, 1_000, 10),
       maxLagBlocks: int(h, 'maxLagBlocks', `${p}.health`, 5, 0),
+      // BSC and Polygon make a block every few seconds; a minute without one is a stuck node.
+      maxStallMs: defaultStallMs,
     },
     upstream: {
       timeoutMs: int(u, 'timeoutMs', `${p}.upstream`, 30_000, 100),

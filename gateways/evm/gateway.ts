@@ -39,7 +39,7 @@ async function startChain(cfg: EvmGatewayConfig, chain: EvmChainConfig, upstream
   const pool = new UpstreamPool({
     surface,
     upstreams,
-    probe: blockNumberProbe,
+    probe: blockNumberProbe(chain.maxStallMs),
     intervalMs: cfg.health.intervalMs,
     probeTimeoutMs: cfg.health.timeoutMs,
     maxLag: cfg.health.maxLagBlocks,

@@ -154,6 +154,7 @@ export async function benchEvm(): Promise<BenchResult[]> {
     enabled: true,
     serve: [56],
     auth: { mode: 'ip' },
+    health: { maxStallMs: 0 },
     chains: { 56: { http: '127.0.0.1:0', ws: '127.0.0.1:0', upstreams: [node.httpUrl] } },
   });
   const rentals = rentalsFromList([{ id: 'bench', ips: ['127.0.0.1'], rps: 0, tps: 0, region: 'fra', apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0 }]);

@@ -15,6 +15,12 @@ describe('gateways.evm config', () => {
     assert.equal(c.auth.mode, 'ip');
     assert.deepEqual(c.neverResend, DEFAULT_NEVER_RESEND);
     assert.ok(c.neverResend.includes('eth_sendRawTransaction'));
+    assert.equal(c.chains[0]!.maxStallMs, 60_000);
+  });
+
+  it('does not judge progress of a local anvil that mines on demand only', () => {
+    const c = parseEvmConfig({ enabled: true, serve: [56, 137], chains: { 56: { anvil: true }, 137: { anvil: true, anvilBlockTime: 2 } } });
+    assert.deepEqual(c.chains.map((x) => x.maxStallMs), [0, 60_000]);
   });
 
   it('takes the served chains from the environment', () => {

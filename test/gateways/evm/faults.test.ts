@@ -17,12 +17,12 @@ import { DEV_ADDR_1, DEV_KEY_0, WsRpc, rawRequest, rpcBody, wsUpgrade } from './
 
 const rentals = rentalsFromList([{ id: 'r1', ips: ['127.0.0.1'], rps: 0, tps: 0, region: 'fra', apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0 }]);
 
-function gatewayConfig(upstreams: unknown[], limits: Record<string, number> = {}): ReturnType<typeof parseEvmConfig> {
+function gatewayConfig(upstreams: unknown[], limits: Record<string, number> = {}, maxStallMs = 0): ReturnType<typeof parseEvmConfig> {
   return parseEvmConfig({
     enabled: true,
     serve: [56],
     auth: { mode: 'ip' },
-    health: { intervalMs: 100, timeoutMs: 500 },
+    health: { intervalMs: 100, timeoutMs: 500, maxStallMs },
     upstream: { timeoutMs: 5_000 },
     limits,
     chains: { 56: { http: '127.0.0.1:0', ws: '127.0.0.1:0', upstreams } },
@@ -76,6 +76,25 @@ describe('EVM endpoints: upstream faults', function () {
       assert.equal((await sub2.call('eth_chainId')).result, '0x38');
       sub2.close();
       await waitFor(() => gaugeValue(registry, 'meridian_gateway_ws_connections') === 0, 5_000, 'no proxied socket left');
+    } finally {
+      await gw.close();
+      await node.stop();
+    }
+  });
+
+  it('takes a node whose block number stops moving out of service, and back once it moves again', async () => {
+    const node = await startAnvil({ chainId: 56 }); // no block time: it mines only when asked
+    const gw = await startEvmGateway(gatewayConfig([node.httpUrl], {}, 400), { rentals, log, registry: new Registry() });
+    const { http: url, pool } = gw.chains[0]!;
+    try {
+      assert.equal((await rawRequest(url, { body: rpcBody('eth_chainId') })).status, 200);
+      await waitFor(() => pool.healthyCount() === 0, 10_000, 'the stalled node to be marked unhealthy');
+      const stalled = await rawRequest(url, { body: rpcBody('eth_chainId') });
+      assert.equal(stalled.status, 503);
+      assert.equal(errorOf(stalled.body).code, -32099);
+      await rawRequest(node.httpUrl, { body: rpcBody('evm_mine') }); // straight to the node
+      await waitFor(() => pool.healthyCount() === 1, 10_000, 'the moving node to be healthy again');
+      assert.equal((await rawRequest(url, { body: rpcBody('eth_chainId') })).status, 200);
     } finally {
       await gw.close();
       await node.stop();

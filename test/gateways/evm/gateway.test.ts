@@ -54,7 +54,7 @@ describe('EVM endpoints (two real anvil nodes through the gateway)', function ()
       enabled: true,
       serve: [56, 137],
       auth: { mode: 'ip' },
-      health: { intervalMs: 100 },
+      health: { intervalMs: 100, maxStallMs: 0 }, // anvil here mines on demand only
       chains: {
         56: { http: '127.0.0.1:0', ws: '127.0.0.1:0', upstreams: [nodes.bsc.httpUrl] },
         137: { http: '127.0.0.1:0', ws: '127.0.0.1:0', upstreams: [nodes.polygon.httpUrl] },
