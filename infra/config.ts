@@ -3,6 +3,8 @@ import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Ra
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
+import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
+import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
 import { parseEvmConfig, type EvmGatewayConfig } from '../gateways/evm/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
@@ -32,8 +34,10 @@ export interface Config {
   metrics: MetricsConfig;
   ingest: IngestConfig;
   fanout: FanoutConfig;
+  /** The local chain node (single-machine runs). */
+  localchain: LocalChainConfig;
   demo: DemoConfig;
-  gateways: { evm: EvmGatewayConfig };
+  gateways: { rpc: RpcGatewayConfig; evm: EvmGatewayConfig };
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -58,18 +62,23 @@ function parseMetrics(raw: unknown): MetricsConfig {
 
 export function parseConfig(raw: unknown): Config {
   const o = section(raw, '(root)');
-  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'demo', 'gateways']);
+  const known = new Set(['bus', 'log', 'metrics', 'ingest', 'fanout', 'localchain', 'demo', 'gateways']);
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
-  const gateways = section(o.gateways, 'gateways');
   return {
     bus: parseBus(o.bus),
     log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info') },
     metrics: parseMetrics(o.metrics),
     ingest: parseIngestConfig(o.ingest),
     fanout: parseFanoutConfig(o.fanout),
+    // The node runs only where a config asks for it (the local one does); its own default is on.
+    localchain: parseLocalChainConfig({ enabled: false, ...section(o.localchain, 'localchain') }),
     demo: parseDemoConfig(o.demo),
-    gateways: { evm: parseEvmConfig(gateways.evm) },
+    // Like the local chain, the gateway runs where a config asks for it (the local one does).
+    gateways: {
+      rpc: parseRpcGatewayConfig({ enabled: false, ...section(section(o.gateways, 'gateways').rpc, 'gateways.rpc') }),
+      evm: parseEvmConfig(section(o.gateways, 'gateways').evm),
+    },
   };
 }
 

@@ -1,63 +1,214 @@
+import dgram from 'node:dgram';
 import type { Server } from 'node:http';
 import type { Bus } from '../bus/bus';
 import { openBus } from '../bus/open';
 import { emptyRegistry, projectRentals, staticRentals, type RentalRegistry } from '../bus/rental-registry';
 import { startIngest } from '../ingest/worker';
 import { startFanout } from '../fanout/server';
+import { startRpcGateway } from '../gateways/rpc/gateway';
+import { startEvmGateway } from '../gateways/evm/gateway';
+import type { UpstreamEndpoint } from '../gateways/core';
+import { UsageProducer } from '../bus/usage-producer';
+import { startAnvil } from './anvil/anvil';
+import { chainRpc } from './chain-rpc';
 import type { Config } from './config';
+import { startDemoTraffic, type SendTx } from './demo/traffic';
+import type { Endpoints } from './endpoints';
+import { startLocalChain, type LocalChain } from './localchain';
 import { metrics, serveMetrics } from './metrics';
 import { registerSecret, type Log } from './log';
-import { startDemoTraffic } from './demo/traffic';
-import { startAnvil } from './anvil/anvil';
-import { startEvmGateway } from '../gateways/evm/gateway';
-import { UsageProducer } from '../bus/usage-producer';
-import type { UpstreamEndpoint } from '../gateways/core';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
+//
+// The metrics server comes first (and goes last), then the bus and the rentals, then COMPONENTS in order. A
+// component is a small block: it reads its config section, starts, registers its stop, and adds its keys to the
+// endpoints. Components that depend on an earlier one read what it left in the Launch (the chain, `send`).
 
 export interface Running {
-  endpoints: Record<string, string>;
-  /** Endpoint entries that are objects, merged into the endpoints file: evm → { "56": { http, ws }, … }. */
-  nested: Record<string, unknown>;
+  endpoints: Endpoints;
   stop(): Promise<void>;
 }
 
 type Stopper = () => Promise<void>;
 
-async function openRentals(cfg: Config, bus: Bus, log: Log, stoppers: Stopper[]): Promise<RentalRegistry> {
+/** What the components share while they start. */
+interface Launch {
+  /** The launcher's own copy: a component may point a later one at what it started (chain → ingest). */
+  cfg: Config;
+  log: Log;
+  bus: Bus;
+  rentals: RentalRegistry;
+  endpoints: Endpoints;
+  onStop(s: Stopper): void;
+  /** The local chain node, when it runs. */
+  chain?: LocalChain;
+  /**
+   * How locally made transactions (demo traffic) reach the chain: its sendTransaction by default. A component
+   * that should carry them instead (the submission service) replaces it.
+   */
+  send?: SendTx;
+  /** The one usage-event producer of this process (its metrics are process-wide), made by the first surface that meters. */
+  usage?: UsageProducer;
+}
+
+function usageProducer(l: Launch): UsageProducer {
+  if (l.usage === undefined) {
+    const usage = new UsageProducer(l.bus, { log: l.log.child({ component: 'usage' }) });
+    l.onStop(() => usage.close());
+    l.usage = usage;
+  }
+  return l.usage;
+}
+
+interface Component {
+  name: string;
+  start(l: Launch): Promise<void>;
+}
+
+const COMPONENTS: Component[] = [
+  { name: 'localchain', start: startChainComponent },
+  { name: 'ingest', start: startIngestComponent },
+  { name: 'fanout', start: startFanoutComponent },
+  // Surfaces add their block here (rpc, submit, evm, …): each adds its own endpoint keys.
+  { name: 'rpc', start: startRpcComponent },
+  { name: 'evm', start: startEvmComponent },
+  { name: 'demo', start: startDemoComponent }, // last: it sends through whatever `send` the blocks above chose
+];
+
+async function openRentals(cfg: Config, bus: Bus, log: Log, onStop: (s: Stopper) => void): Promise<RentalRegistry> {
   const f = cfg.fanout;
   let registry: RentalRegistry = emptyRegistry();
   if (f.rentalsFile !== undefined) registry = staticRentals(f.rentalsFile);
   if (f.rentalsFromBus) {
     const projection = await projectRentals(bus, log.child({ component: 'rentals' }), registry);
-    stoppers.push(() => projection.close());
+    onStop(() => projection.close());
     registry = projection;
   }
   for (const r of registry.all()) registerSecret(...r.tokens, ...r.apiKeys, ...r.dedicatedPaths);
   return registry;
 }
 
-/** EVM endpoints: a local anvil per chain that asks for one, then the gateway; its URLs per chain id. */
-async function launchEvm(cfg: Config, bus: Bus, rentals: RentalRegistry, log: Log, stoppers: Stopper[]): Promise<Record<string, { http: string; ws: string }>> {
-  const evm = cfg.gateways.evm;
-  const extra = new Map<number, UpstreamEndpoint[]>();
-  for (const c of evm.chains.filter((x) => x.anvil)) {
-    const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}) });
-    stoppers.push(() => node.stop());
-    extra.set(c.chainId, [{ http: node.httpUrl, ws: node.wsUrl }]);
-    log.info({ chain: c.chainId, blockTime: c.anvilBlockTime }, 'local anvil started');
-  }
-  const usage = new UsageProducer(bus, { log: log.child({ component: 'usage' }) });
-  stoppers.push(() => usage.close());
-  const gw = await startEvmGateway(evm, { rentals, usage, log: log.child({ component: 'evm' }) }, extra);
-  stoppers.push(() => gw.close());
-  return Object.fromEntries(gw.chains.map((c) => [String(c.chainId), { http: c.http, ws: c.ws }]));
+/** HOST:PORT with IPv6 hosts bracketed. */
+const joinHostPort = (host: string, port: number): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+
+/**
+ * A free UDP port on `host`, found by binding port 0 and closing. The chain must know where to shred before
+ * ingest starts (ingest needs the chain up for its leader schedule), so an ephemeral ingest port is chosen here.
+ */
+async function freeUdpPort(host: string): Promise<number> {
+  const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
+  await new Promise<void>((resolve, reject) => {
+    s.once('error', reject);
+    s.bind(0, host, () => resolve());
+  });
+  const port = s.address().port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }
 
-export async function launch(cfg: Config, log: Log): Promise<Running> {
+/** The local chain's epochs are short; ingest re-reads its schedule often enough to hold the next one early. */
+const LOCAL_LEADER_REFRESH_MS = 5_000;
+
+// --- localchain: the local chain node; when ingest runs too, it shreds its blocks into ingest and ingest checks
+// every shred's leader signature against the chain's own leader schedule (the production path).
+async function startChainComponent(l: Launch): Promise<void> {
+  const c = l.cfg.localchain;
+  if (!c.enabled) return;
+  const ingest = l.cfg.ingest;
+  const feedsIngest = ingest.enabled && c.shredTo === undefined;
+  if (feedsIngest && ingest.port === 0) ingest.port = await freeUdpPort(ingest.host);
+  const chain = await startLocalChain({
+    ...c,
+    shredTo: feedsIngest ? joinHostPort(ingest.host, ingest.port) : c.shredTo,
+    log: l.log.child({ component: 'localchain' }),
+  });
+  l.onStop(() => chain.close());
+  l.chain = chain;
+  l.endpoints.chain = { http: chain.httpUrl, ws: chain.wsUrl };
+  if (feedsIngest) {
+    l.cfg.ingest = { ...ingest, shredVersion: chain.shredVersion, leader: { mode: 'rpc', rpcUrl: chain.httpUrl, refreshMs: LOCAL_LEADER_REFRESH_MS } };
+    l.log.info({ shredVersion: chain.shredVersion }, 'ingest takes its leader schedule from the local chain (leader-signature check on)');
+  }
+  const call = chainRpc(chain.httpUrl);
+  l.send = async (tx) => {
+    await call('sendTransaction', [tx.toString('base64'), { encoding: 'base64', skipPreflight: true }]);
+  };
+}
+
+// --- ingest: shreds in over UDP, entry batches and transactions out to the bus.
+async function startIngestComponent(l: Launch): Promise<void> {
+  const cfg = l.cfg.ingest;
+  if (!cfg.enabled) return;
+  if (cfg.shredVersion === null) l.log.warn('ingest accepts any shred version (local default); set ingest.shredVersion in production');
+  if (cfg.leader.mode === 'off') l.log.warn('ingest skips the leader-signature check (no leader source configured); set ingest.leader in production');
+  const ingest = await startIngest(cfg, l.bus, l.log.child({ component: 'ingest' }));
+  l.onStop(() => ingest.close());
+  l.endpoints.ingest = `udp://${joinHostPort(ingest.address.host, ingest.address.port)}`;
+}
+
+// --- fanout: the v1 gRPC stream.
+async function startFanoutComponent(l: Launch): Promise<void> {
+  if (!l.cfg.fanout.enabled) return;
+  const fanout = await startFanout(l.cfg.fanout, l.bus, l.rentals, l.log.child({ component: 'fanout' }));
+  l.onStop(() => fanout.close());
+  l.endpoints.stream = fanout.address;
+}
+
+// --- rpc: the chain JSON-RPC gateway (HTTP + WebSocket) in front of the configured chain nodes, or the local
+// chain node when none is configured; usage events through its own producer on the bus.
+async function startRpcComponent(l: Launch): Promise<void> {
+  const cfg = l.cfg.gateways.rpc;
+  if (!cfg.enabled) return;
+  const local = l.chain === undefined ? [] : [{ http: l.chain.httpUrl, ws: l.chain.wsUrl }];
+  if (cfg.upstreams.length === 0 && local.length === 0) {
+    l.log.warn('chain JSON-RPC gateway not started: no upstream (set gateways.rpc.upstreams, or run the local chain)');
+    return;
+  }
+  const gw = await startRpcGateway(cfg, { rentals: l.rentals, log: l.log.child({ component: 'rpc' }), usage: usageProducer(l), upstreams: local });
+  l.onStop(() => gw.close());
+  l.endpoints.rpc = { http: gw.http.url, ws: gw.ws.url };
+}
+
+// --- evm: the EVM endpoints, one HTTP + WebSocket pair per served chain id; a local anvil per chain that asks for
+// one (anvil: true) as its upstream; usage events through its own producer on the bus.
+async function startEvmComponent(l: Launch): Promise<void> {
+  const cfg = l.cfg.gateways.evm;
+  if (!cfg.enabled) return;
+  const local = new Map<number, UpstreamEndpoint[]>();
+  for (const c of cfg.chains.filter((x) => x.anvil)) {
+    const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}) });
+    l.onStop(() => node.stop());
+    local.set(c.chainId, [{ http: node.httpUrl, ws: node.wsUrl }]);
+    l.log.info({ chain: c.chainId, blockTime: c.anvilBlockTime }, 'local anvil started');
+  }
+  const gw = await startEvmGateway(cfg, { rentals: l.rentals, usage: usageProducer(l), log: l.log.child({ component: 'evm' }) }, local);
+  l.onStop(() => gw.close());
+  l.endpoints.evm = Object.fromEntries(gw.chains.map((c) => [String(c.chainId), { http: c.http, ws: c.ws }]));
+}
+
+// --- demo: signed transfers on the local chain, plus the local credentials newcomers and tests use.
+async function startDemoComponent(l: Launch): Promise<void> {
+  const chain = l.chain;
+  if (chain !== undefined) {
+    const apiKey = l.rentals.byIp('127.0.0.1')?.apiKeys[0];
+    l.endpoints.demo = {
+      ...l.endpoints.demo,
+      ...(apiKey !== undefined ? { apiKey } : {}),
+      payerSecretKey: [...chain.payer],
+    };
+  }
+  if (!l.cfg.demo.enabled) return;
+  if (chain === undefined || l.send === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
+  const demo = await startDemoTraffic(l.cfg.demo, { call: chainRpc(chain.httpUrl), send: l.send, payerSecretKey: chain.payer }, l.log.child({ component: 'demo' }));
+  l.onStop(() => demo.close());
+  l.endpoints.demo = { ...l.endpoints.demo, accounts: demo.accounts };
+}
+
+export async function launch(config: Config, log: Log): Promise<Running> {
+  const cfg = structuredClone(config);
   const stoppers: Stopper[] = [];
-  const endpoints: Record<string, string> = {};
-  const nested: Record<string, unknown> = {};
+  const onStop = (s: Stopper): void => void stoppers.push(s);
+  const endpoints: Endpoints = {};
   // /readyz turns 503 the moment shutdown begins, so a load balancer drains this instance before streams end.
   let started = false;
   let stopping = false;
@@ -75,40 +226,29 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
     // First up, last down: /readyz says "not ready" while components start and while they drain.
     if (cfg.metrics.enabled) {
       const server: Server = await serveMetrics(metrics, cfg.metrics.host, cfg.metrics.port, [{ name: 'running', check: () => started && !stopping }]);
-      stoppers.push(() => new Promise<void>((r) => {
+      onStop(() => new Promise<void>((r) => {
         server.close(() => r());
         server.closeAllConnections(); // a keep-alive scraper must not hold shutdown open
       }));
       const a = server.address();
-      if (a !== null && typeof a === 'object') endpoints.metrics = `http://${cfg.metrics.host}:${a.port}/metrics`;
+      if (a !== null && typeof a === 'object') endpoints.metrics = `http://${joinHostPort(cfg.metrics.host, a.port)}/metrics`;
     }
     const bus = await openBus(cfg.bus);
-    stoppers.push(() => bus.close());
+    onStop(() => bus.close());
     log.info({ bus: bus.kind }, 'bus open');
-    if (cfg.ingest.shredVersion === null) log.warn('ingest accepts any shred version (local default); set ingest.shredVersion in production');
-    if (cfg.ingest.leader.mode === 'off') log.warn('ingest skips the leader-signature check (no leader source configured); set ingest.leader in production');
+    const rentals = await openRentals(cfg, bus, log, onStop);
 
-    const rentals = await openRentals(cfg, bus, log, stoppers);
-
-    if (cfg.fanout.enabled) {
-      const fanout = await startFanout(cfg.fanout, bus, rentals, log.child({ component: 'fanout' }));
-      stoppers.push(() => fanout.close());
-      endpoints.stream = fanout.address;
+    const l: Launch = { cfg, log, bus, rentals, endpoints, onStop };
+    for (const c of COMPONENTS) {
+      try {
+        await c.start(l);
+      } catch (e) {
+        log.error({ component: c.name }, 'component did not start');
+        throw e;
+      }
     }
-    if (cfg.ingest.enabled) {
-      const ingest = await startIngest(cfg.ingest, bus, log.child({ component: 'ingest' }));
-      stoppers.push(() => ingest.close());
-      endpoints.ingest = `udp://${ingest.address.host}:${ingest.address.port}`;
-    }
-    if (cfg.demo.enabled && cfg.ingest.enabled) {
-      const ingestAddr = endpoints.ingest!.slice('udp://'.length);
-      const demo = await startDemoTraffic(cfg.demo, ingestAddr, log.child({ component: 'demo' }));
-      stoppers.push(() => demo.close());
-      endpoints.demoAccounts = demo.accounts.join(',');
-    }
-    if (cfg.gateways.evm.enabled) nested.evm = await launchEvm(cfg, bus, rentals, log, stoppers);
     started = true;
-    return { endpoints, nested, stop };
+    return { endpoints, stop };
   } catch (e) {
     await stop();
     throw e;

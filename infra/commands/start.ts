@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import { expectOnly, parseArgs } from '../args';
 import { loadConfig } from '../config';
+import { DEFAULT_ENDPOINTS_FILE, writeEndpointsFile } from '../endpoints';
 import { createLogger, setRootLogger } from '../log';
 import { launch } from '../launcher';
+import { startBanner } from './start-banner';
 
 // `meridian start [--config FILE] [--endpoints FILE]`: run every component on this machine until SIGINT/SIGTERM.
-// --endpoints gets a JSON object of what is served, written once everything listens (atomically, so a
-// watcher never reads half a file).
+// The endpoints file (default .meridian/endpoints.json) is written once everything listens, atomically, so a
+// watcher never reads half a file; it is removed on a clean stop, so a file that exists names a live service.
 
 export async function run(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
@@ -16,16 +18,15 @@ export async function run(argv: string[]): Promise<number> {
   setRootLogger(log);
 
   const running = await launch(cfg, log);
-  const endpointsFile = args.get('endpoints');
-  if (endpointsFile !== undefined) {
-    fs.writeFileSync(`${endpointsFile}.tmp`, JSON.stringify({ ...running.endpoints, ...running.nested }, null, 2) + '\n');
-    fs.renameSync(`${endpointsFile}.tmp`, endpointsFile);
+  const endpointsFile = args.get('endpoints') ?? DEFAULT_ENDPOINTS_FILE;
+  try {
+    writeEndpointsFile(endpointsFile, running.endpoints);
+  } catch (e) {
+    await running.stop();
+    throw new Error(`cannot write the endpoints file ${endpointsFile} (--endpoints): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-  // Addresses are host:port of this machine's own listeners; no credential is in them.
-  log.info({ serving: [...Object.keys(running.endpoints), ...Object.keys(running.nested)] }, 'meridian started');
-  if (running.endpoints.demoAccounts !== undefined) {
-    process.stderr.write(`demo traffic flowing; try: meridian subscribe --include ${running.endpoints.demoAccounts.split(',')[0]}\n`);
-  }
+  log.info({ serving: Object.keys(running.endpoints) }, 'meridian started');
+  process.stderr.write(startBanner(running.endpoints, { endpointsFile, cliScript: process.argv[1] ?? 'dist/infra/cli.js', cwd: process.cwd() }));
 
   await new Promise<void>((resolve) => {
     const onSignal = (sig: NodeJS.Signals): void => {
@@ -42,6 +43,7 @@ export async function run(argv: string[]): Promise<number> {
     process.exit(1);
   }, 15_000);
   timer.unref();
+  fs.rmSync(endpointsFile, { force: true });
   await running.stop();
   log.info('stopped');
   return 0;

@@ -1,21 +1,25 @@
 import { bool, int, section } from '../config-read';
 
 export interface DemoConfig {
-  /** Shred signed demo transfers into the local ingest port (the one-command local run turns this on). */
+  /** Send signed demo transfers to the local chain (the one-command local run turns this on; needs localchain). */
   enabled: boolean;
-  /** Transactions per slot and slot period; the defaults give ~100 tx/s. */
-  txPerSlot: number;
-  slotMs: number;
-  /** Distinct demo payers; their public keys are printed so a newcomer can subscribe to one. */
+  /** Transfers per second over all demo accounts. */
+  txPerSec: number;
+  /** Distinct demo senders; their public keys go to the endpoints file so a newcomer can subscribe to one. */
   accounts: number;
+  /** What each demo account is funded with from the chain's faucet payer at start. */
+  fundLamports: number;
+  /** Sends waiting for the chain's answer; a tick beyond it is skipped and counted (a slow chain is not queued for). */
+  maxInFlight: number;
 }
 
 export function parseDemoConfig(raw: unknown): DemoConfig {
   const o = section(raw, 'demo');
   return {
     enabled: bool(o, 'enabled', 'demo', false),
-    txPerSlot: int(o, 'txPerSlot', 'demo', 40, 1, 2000),
-    slotMs: int(o, 'slotMs', 'demo', 400, 10, 60_000),
-    accounts: int(o, 'accounts', 'demo', 4, 1, 1000),
+    txPerSec: int(o, 'txPerSec', 'demo', 20, 1, 10_000),
+    accounts: int(o, 'accounts', 'demo', 4, 1, 64),
+    fundLamports: int(o, 'fundLamports', 'demo', 10_000_000_000, 1_000_000),
+    maxInFlight: int(o, 'maxInFlight', 'demo', 64, 1, 10_000),
   };
 }

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import { sign, type Keypair } from '../keys';
 
-// Real, signed legacy System Program transfers for demo traffic. Each one differs (amount, blockhash), so
-// signatures are unique and the fanout's duplicate filter lets them through.
+// Real, signed legacy System Program transfers (demo traffic, tests, the loop bench). Callers vary the amount
+// under one blockhash so signatures are unique (the chain and the fanout's duplicate filter both key on them).
 //
 //   signatures: compact-u16 count (1) | sig[64]
 //   message:    header (1, 0, 1) | compact-u16 3 | payer | recipient | system program | blockhash[32]
@@ -31,18 +31,7 @@ export function signedTransfer(payer: Keypair, recipient: Buffer, lamports: bigi
   return Buffer.concat([Buffer.from([1]), sign(payer, message), message]);
 }
 
-/** bincode Vec<Entry>: u64 count, then per entry num_hashes u64 | hash[32] | u64 tx count | txs. */
-export function entriesBincode(entries: Array<{ numHashes: bigint; hash: Buffer; txs: Buffer[] }>): Buffer {
-  const parts: Buffer[] = [];
-  const count = Buffer.alloc(8);
-  count.writeBigUInt64LE(BigInt(entries.length));
-  parts.push(count);
-  for (const e of entries) {
-    const head = Buffer.alloc(48);
-    head.writeBigUInt64LE(e.numHashes, 0);
-    e.hash.copy(head, 8);
-    head.writeBigUInt64LE(BigInt(e.txs.length), 40);
-    parts.push(head, ...e.txs);
-  }
-  return Buffer.concat(parts);
+/** The 64 bytes of signatures[0] of a one-signature wire transaction (its id for getTransaction and the stream). */
+export function firstSignature(tx: Buffer): Buffer {
+  return tx.subarray(1, 65);
 }

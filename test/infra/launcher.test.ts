@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseConfig } from '../../infra/config';
 import { launch } from '../../infra/launcher';
 import { metrics } from '../../infra/metrics';
 import { quietLog } from '../support/log-capture';
+import { projectRoot } from '../support/paths';
+import { StreamClient } from '../support/stream-client';
 
 const COMPLETED = /^meridian_ingest_fec_sets_completed_total (\d+)$/m;
 
@@ -16,36 +20,53 @@ async function get(url: string): Promise<{ status: number; body: string }> {
   return { status: r.status, body: await r.text() };
 }
 
-describe('launcher: everything on one machine', () => {
-  it('serves ingest, stream, metrics, health and readiness, and stops cleanly', async () => {
+describe('launcher: everything on one machine', function () {
+  this.timeout(120_000);
+
+  it('runs the local chain, ingest, stream, metrics and demo traffic, admits this machine, and stops cleanly', async () => {
     const { log, lines } = quietLog();
+    const rentalsFile = path.join(projectRoot(), 'infra', 'config', 'local-rentals.json');
+    const localKey = (JSON.parse(fs.readFileSync(rentalsFile, 'utf8')) as Array<{ apiKeys: string[] }>)[0]!.apiKeys[0]!;
     const cfg = parseConfig({
+      localchain: { enabled: true, listen: '127.0.0.1:0' },
       ingest: { listen: '127.0.0.1:0' },
-      fanout: { listen: '127.0.0.1:0' },
+      fanout: { listen: '127.0.0.1:0', auth: { mode: 'ip' }, rentalsFile },
       metrics: { listen: '127.0.0.1:0' },
-      demo: { enabled: true, slotMs: 50, txPerSlot: 5 },
+      demo: { enabled: true, txPerSec: 20, accounts: 3 },
     });
     // The registry is process-wide: count from what earlier tests left in it.
     const before = completedIn(metrics.render());
     const running = await launch(cfg, log);
-    const base = running.endpoints.metrics!.replace(/\/metrics$/, '');
+    const e = running.endpoints;
+    const base = e.metrics!.replace(/\/metrics$/, '');
+    const sub = StreamClient.open(e.stream!);
     try {
-      assert.match(running.endpoints.ingest!, /^udp:\/\/127\.0\.0\.1:\d+$/);
-      assert.match(running.endpoints.stream!, /^127\.0\.0\.1:\d+$/);
-      assert.equal(running.endpoints.demoAccounts!.split(',').length, 4);
+      assert.match(e.ingest!, /^udp:\/\/127\.0\.0\.1:\d+$/);
+      assert.match(e.stream!, /^127\.0\.0\.1:\d+$/);
+      assert.match(e.chain!.http, /^http:\/\/127\.0\.0\.1:\d+/);
+      assert.equal(e.demo!.accounts!.length, 3);
+      assert.equal(e.demo!.apiKey, localKey);
+      assert.equal(e.demo!.payerSecretKey!.length, 64);
+      assert.ok(e.demo!.payerSecretKey!.every((b) => Number.isInteger(b) && b >= 0 && b < 256));
       assert.equal((await get(`${base}/healthz`)).status, 200);
       assert.equal((await get(`${base}/readyz`)).status, 200);
-      // Demo traffic flows through ingest: completed FEC sets show in the metrics.
-      let completed = before;
-      for (let i = 0; i < 100 && completed === before; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        completed = completedIn((await get(`${base}/metrics`)).body);
-      }
-      assert.ok(completed > before, 'demo traffic completed no FEC set');
+
+      // Demo transfers execute on the chain and reach a subscriber admitted by IP (the local rental).
+      sub.send({ transactions: { demo: { accountInclude: [e.demo!.accounts![0]!] } } });
+      const r = await sub.waitFor((x) => x.transaction !== undefined, 30_000);
+      assert.ok(r.transaction!.accountKeys.includes(e.demo!.accounts![0]!));
+      assert.ok(completedIn((await get(`${base}/metrics`)).body) > before, 'ingest completed FEC sets');
     } finally {
+      await sub.close();
       await running.stop();
     }
     await assert.rejects(get(`${base}/healthz`));
-    assert.ok(lines.some((l) => l.includes('leader-signature check')), 'the local default says it skips the leader check');
+    assert.ok(!lines.some((l) => l.includes('skips the leader-signature check')), 'the local run checks leader signatures');
+    for (const l of lines) assert.ok(!l.includes(localKey) && !l.includes('http://'), `no key or URL in the log: ${l}`);
+  });
+
+  it('refuses demo traffic without the local chain', async () => {
+    const cfg = parseConfig({ metrics: { enabled: false }, ingest: { enabled: false }, fanout: { enabled: false }, demo: { enabled: true } });
+    await assert.rejects(launch(cfg, quietLog().log), /demo\.enabled needs the local chain/);
   });
 });

@@ -11,6 +11,7 @@ describe('launcher: EVM endpoints with local anvil nodes', () => {
   it('serves chains 56 and 137 from their own anvil and lists them under evm.56 and evm.137', async () => {
     const { log } = quietLog();
     const cfg = parseConfig({
+      localchain: { enabled: false },
       ingest: { enabled: false },
       fanout: { enabled: false },
       metrics: { enabled: false },
@@ -30,7 +31,7 @@ describe('launcher: EVM endpoints with local anvil nodes', () => {
     const running = await launch(cfg, log);
     let stopped = false;
     try {
-      const evm = running.nested.evm as Record<string, { http: string; ws: string }>;
+      const evm = running.endpoints.evm!;
       assert.deepEqual(Object.keys(evm).sort(), ['137', '56']);
       for (const [id, hex] of [['56', '0x38'], ['137', '0x89']] as const) {
         assert.match(evm[id]!.http, /^http:\/\/127\.0\.0\.1:\d+$/);

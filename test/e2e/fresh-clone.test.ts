@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Endpoints } from '../../infra/endpoints';
+import { projectRoot } from '../support/paths';
+import { StreamClient } from '../support/stream-client';
+
+// The README's first command, as a newcomer runs it: a fresh `git clone` (of this checkout's HEAD: commit before
+// running), then `npm start`, which builds and runs the local config. The test reads the default endpoints file
+// and a subscriber on a demo account must hold a transaction within 10 seconds.
+//
+// Two departures from the newcomer, both forced by the test machine: node_modules is a symlink to this checkout's
+// install instead of `npm install` (that needs the registry over the network; the tests run offline), and every
+// listener of the local config is moved to an ephemeral port through MERIDIAN__… overrides so parallel runs never
+// collide. The overrides are derived from the clone's own local.json: every `listen` / `…Listen` key, so a surface
+// that adds one is covered without touching this file.
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** MERIDIAN__A__B__LISTEN=host:0 for every HOST:PORT listen key in the config (env keys: camelCase → SNAKE). */
+export function ephemeralListenEnv(config: Json, at: string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) return out;
+  for (const [k, v] of Object.entries(config)) {
+    if (typeof v === 'string' && /listen$/i.test(k)) {
+      const m = /^(.*):\d+$/.exec(v);
+      if (m === null) continue;
+      const name = ['MERIDIAN', ...[...at, k].map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase())].join('__');
+      out[name] = `${m[1]}:0`;
+    } else {
+      Object.assign(out, ephemeralListenEnv(v, [...at, k]));
+    }
+  }
+  return out;
+}
+
+describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', function () {
+  this.timeout(300_000);
+  let dir: string | undefined;
+  let child: ReturnType<typeof spawn> | undefined;
+
+  after(async () => {
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      process.kill(-child.pid!, 'SIGKILL');
+      await new Promise((r) => child!.once('exit', r));
+    }
+    if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes .meridian/endpoints.json, prints the addresses, streams within 10 s, and stops on Ctrl-C', async () => {
+    const root = projectRoot();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'meridian-clone-'));
+    const clone = path.join(dir, 'meridian');
+    execFileSync('git', ['clone', '--quiet', root, clone], { stdio: 'pipe' });
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'));
+
+    const local = JSON.parse(fs.readFileSync(path.join(clone, 'infra', 'config', 'local.json'), 'utf8')) as Json;
+    const overrides = ephemeralListenEnv(local);
+    assert.ok(Object.keys(overrides).length >= 4, JSON.stringify(overrides)); // chain, ingest, stream, metrics at least
+
+    let out = '';
+    // detached: its own process group, so the test can send Ctrl-C's SIGINT to npm and node together.
+    child = spawn('npm', ['start'], { cwd: clone, env: { ...process.env, ...overrides }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child!.once('exit', (code, signal) => r({ code, signal })));
+    // npm runs node in the same process group with the same pipes: both closed = every process of the run ended.
+    const pipesClosed = Promise.all([child.stdout!, child.stderr!].map((s) => new Promise((r) => s.once('close', r))));
+
+    const file = path.join(clone, '.meridian', 'endpoints.json');
+    const deadline = Date.now() + 240_000;
+    while (!fs.existsSync(file)) {
+      if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${out}`);
+      if (Date.now() > deadline) throw new Error(`no ${file} after 240 s:\n${out}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const e = JSON.parse(fs.readFileSync(file, 'utf8')) as Endpoints;
+    const accounts = e.demo?.accounts ?? [];
+    assert.ok(accounts.length > 0, JSON.stringify(e));
+    assert.match(e.stream ?? '', /^127\.0\.0\.1:\d+$/);
+
+    const sub = StreamClient.open(e.stream!);
+    try {
+      sub.send({ transactions: { demo: { accountInclude: [accounts[0]!] } } });
+      const r = await sub.waitFor((x) => x.transaction !== undefined, 10_000);
+      assert.ok(r.transaction!.accountKeys.includes(accounts[0]!));
+    } finally {
+      await sub.close();
+    }
+
+    // The banner: every address as HOST:PORT, the endpoints file's path, a runnable hint; no URL.
+    const banner = out.slice(out.indexOf('meridian is running'));
+    assert.ok(banner.length > 0, out);
+    for (const hp of [e.stream!, e.ingest!.replace('udp://', ''), new URL(e.chain!.http).host, new URL(e.metrics!).host]) assert.ok(banner.includes(hp), `${hp} in:\n${banner}`);
+    assert.ok(banner.includes(path.join('.meridian', 'endpoints.json')), banner);
+    assert.match(banner, new RegExp(`node dist/infra/cli\\.js subscribe --include ${accounts[0]} --url ${e.stream}`));
+    assert.doesNotMatch(out, /https?:\/\/|wss?:\/\//);
+
+    // Ctrl-C: npm itself dies of the SIGINT (as in a terminal); meridian stops its components and exits.
+    process.kill(-child.pid!, 'SIGINT');
+    const npm = await exited;
+    assert.ok(npm.code === 0 || npm.signal === 'SIGINT', JSON.stringify(npm));
+    await pipesClosed;
+    assert.match(out, /"msg":"stopped"/, out);
+    assert.equal(fs.existsSync(file), false, 'the endpoints file goes with the service');
+  });
+});

@@ -1,0 +1,57 @@
+import bs58 from 'bs58';
+import { chainRpc, type ChainCall } from '../../infra/chain-rpc';
+import { firstSignature, signedTransfer } from '../../infra/demo/transfers';
+import type { Endpoints } from '../../infra/endpoints';
+import { keypairFromSeed, type Keypair } from '../../infra/keys';
+
+// A client's view of the local chain for tests and benches: the funded payer from the endpoints file, signed
+// System transfers, and confirmation through the chain's own JSON-RPC.
+
+export interface ChainClient {
+  call: ChainCall;
+  payer: Keypair;
+}
+
+export function chainClient(e: Endpoints): ChainClient {
+  if (e.chain === undefined) throw new Error('endpoints: no chain');
+  const secret = e.demo?.payerSecretKey;
+  if (secret === undefined || secret.length !== 64) throw new Error('endpoints: demo.payerSecretKey is not 64 numbers');
+  return { call: chainRpc(e.chain.http), payer: keypairFromSeed(Buffer.from(secret.slice(0, 32))) };
+}
+
+export async function latestBlockhash(call: ChainCall): Promise<Buffer> {
+  const r = await call<{ value: { blockhash: string } }>('getLatestBlockhash', [{ commitment: 'confirmed' }]);
+  return Buffer.from(bs58.decode(r.value.blockhash));
+}
+
+/** A signed transfer, ready to send, with its base58 signature. */
+export function transfer(from: Keypair, to: Buffer, lamports: bigint, blockhash: Buffer): { tx: Buffer; signature: string } {
+  const tx = signedTransfer(from, to, lamports, blockhash);
+  return { tx, signature: bs58.encode(firstSignature(tx)) };
+}
+
+export async function sendTx(call: ChainCall, tx: Buffer): Promise<string> {
+  return call<string>('sendTransaction', [tx.toString('base64'), { encoding: 'base64' }]);
+}
+
+export interface SignatureStatus {
+  slot: number;
+  err: unknown;
+  confirmationStatus: string | null;
+}
+
+/** Polls getSignatureStatuses until the signature is at least confirmed. */
+export async function waitConfirmed(call: ChainCall, signature: string, timeoutMs = 30_000): Promise<SignatureStatus> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await call<{ value: Array<SignatureStatus | null> }>('getSignatureStatuses', [[signature]]);
+    const s = r.value[0];
+    if (s != null && (s.confirmationStatus === 'confirmed' || s.confirmationStatus === 'finalized')) return s;
+    if (Date.now() > deadline) throw new Error(`${signature} not confirmed within ${timeoutMs} ms (last status ${JSON.stringify(s)})`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export async function balance(call: ChainCall, account: Buffer): Promise<number> {
+  return (await call<{ value: number }>('getBalance', [bs58.encode(account), { commitment: 'confirmed' }])).value;
+}
