@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { rentalsFromList } from '../../bus/rental-registry';
+import { parseRental } from '../../bus/topics/rentals';
 import { startAnvil } from '../../infra/anvil/anvil';
 import { createLogger } from '../../infra/log';
 import { Registry } from '../../infra/metrics';
@@ -157,7 +158,7 @@ export async function benchEvm(): Promise<BenchResult[]> {
     health: { maxStallMs: 0 },
     chains: { 56: { http: '127.0.0.1:0', ws: '127.0.0.1:0', upstreams: [node.httpUrl] } },
   });
-  const rentals = rentalsFromList([{ id: 'bench', ips: ['127.0.0.1'], rps: 0, tps: 0, region: 'fra', apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0 }]);
+  const rentals = rentalsFromList([parseRental({ id: 'bench', ips: ['127.0.0.1'] })]);
   const gw = await startEvmGateway(cfg, { rentals, log, registry: new Registry() });
   const load = new LoadWorker();
   const direct = hostPortOf(node.httpUrl);

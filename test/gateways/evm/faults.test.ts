@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rentalsFromList } from '../../../bus/rental-registry';
+import { parseRental } from '../../../bus/topics/rentals';
 import { startAnvil, type Anvil } from '../../../infra/anvil/anvil';
 import { Registry } from '../../../infra/metrics';
 import { parseEvmConfig } from '../../../gateways/evm/config';
@@ -15,7 +16,7 @@ import { DEV_ADDR_1, DEV_KEY_0, WsRpc, rawRequest, rpcBody, wsUpgrade } from './
 // Upstream trouble with real anvil nodes: a node that goes down and comes back, failover of reads past a node
 // that drops requests (and no second copy of a transaction), closing in both directions, a slow WebSocket client.
 
-const rentals = rentalsFromList([{ id: 'r1', ips: ['127.0.0.1'], rps: 0, tps: 0, region: 'fra', apiKeys: [], tokens: [], dedicatedPaths: [], pps: 0 }]);
+const rentals = rentalsFromList([parseRental({ id: 'r1', ips: ['127.0.0.1'] })]);
 
 function gatewayConfig(upstreams: unknown[], limits: Record<string, number> = {}, maxStallMs = 0): ReturnType<typeof parseEvmConfig> {
   return parseEvmConfig({
