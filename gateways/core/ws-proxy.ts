@@ -121,11 +121,12 @@ export function wsProxy<C, K extends string>(o: WsProxyOptions<C, K>): WsProxy {
       else upstream.terminate();
     };
 
-    // Upstream → client, verbatim.
-    upstream.on('message', (data: RawData, isBinary: boolean) => {
+    // Everything the client is sent goes through here: node messages and the gateway's own refusals alike, so a
+    // client that sends without reading cannot pile up refusals either.
+    const toClient = (data: Buffer | string, isBinary: boolean): void => {
       if (closed) return;
-      const buf = data as Buffer;
-      if (client.bufferedAmount + buf.length > o.maxBufferedBytes) {
+      const len = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+      if (client.bufferedAmount + len > o.maxBufferedBytes) {
         o.metrics.wsSlowClosed.inc();
         closeBoth(SLOW_CONSUMER_CLOSE, 1000, 'slow consumer');
         // The close frame queues behind what the client has not read yet; a client that reads nothing more must not
@@ -133,8 +134,16 @@ export function wsProxy<C, K extends string>(o: WsProxyOptions<C, K>): WsProxy {
         setTimeout(() => client.terminate(), 5_000).unref();
         return;
       }
-      client.send(buf, { binary: isBinary });
-    });
+      client.send(data, { binary: isBinary });
+    };
+    const toUpstream = (data: Buffer, isBinary: boolean): void => {
+      // The node stopped reading: do not buffer this client's messages for it without bound.
+      if (upstream.bufferedAmount + data.length > o.maxBufferedBytes) return closeBoth(UPSTREAM_GONE_CLOSE, 1000, 'upstream not reading');
+      upstream.send(data, { binary: isBinary });
+    };
+
+    // Upstream → client, verbatim.
+    upstream.on('message', (data: RawData, isBinary: boolean) => toClient(data as Buffer, isBinary));
 
     // Client → upstream, metered, in order.
     const queue: Array<{ data: Buffer; isBinary: boolean }> = [];
@@ -145,11 +154,11 @@ export function wsProxy<C, K extends string>(o: WsProxyOptions<C, K>): WsProxy {
         const row = o.errors[admitted.error];
         o.metrics.errors.inc();
         const id = calls !== null && calls.length === 1 ? calls[0]!.id : null;
-        client.send(errorJson(row, admitted.detail, id));
+        toClient(errorJson(row, admitted.detail, id), false);
         o.usage?.(caller, calls!, calls!.map(() => 0), 'rate_limited', 'ws');
         return;
       }
-      upstream.send(data, { binary: isBinary });
+      toUpstream(data, isBinary);
       admitted?.release?.();
       if (calls !== null && admitted !== null) o.usage?.(caller, calls, admitted.units, 'ok', 'ws');
     };
@@ -158,7 +167,7 @@ export function wsProxy<C, K extends string>(o: WsProxyOptions<C, K>): WsProxy {
       const parsed = parseRequest(data, o.maxBatch);
       if (!parsed.ok) {
         o.metrics.errors.inc();
-        client.send(errorJson(o.errors.invalidBody, parsed.why));
+        toClient(errorJson(o.errors.invalidBody, parsed.why), false);
         return;
       }
       const admitted = o.meter.admit(caller, parsed.calls, 'ws');

@@ -17,6 +17,8 @@ const BENCHES: BenchModule[] = [
   { file: './bus', title: 'bus', entry: 'benchBus' },
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
+  { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
+  { file: './rpc', title: 'rpc gateway', entry: 'benchRpc' },
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
   { file: './evm', title: 'evm', entry: 'benchEvm' },
 ];

@@ -248,7 +248,8 @@ describe('chain gateway: metering', () => {
       assert.equal(x.status, 200);
       assert.equal(y.status, 200);
       assert.ok(Date.now() - t0 >= 1_100, `two 600 ms scans through one slot took ${Date.now() - t0} ms`);
-      // Timeout: the wait (150 ms) runs out while the first scan (600 ms) holds the slot.
+      // Timeout: the wait (150 ms) runs out while the first scan (3 s) holds the slot.
+      fake.slowMs = 3_000;
       const [p, q] = await Promise.all([post(gw2.http.url, gpa), post(gw2.http.url, gpa)]);
       const statuses = [p.status, q.status].sort();
       assert.deepEqual(statuses, [200, 429]);

@@ -1,0 +1,208 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import WebSocket from 'ws';
+import { Upstream } from '../../gateways/core/upstream';
+import { fmt, summarize, type BenchResult } from './stats';
+
+// The chain gateway against calling the same upstream (the local chain node) directly, in one run:
+//   - latency: one request at a time over one keep-alive connection, direct and through the gateway
+//     alternating in blocks; added p50/p99 = gateway − direct;
+//   - throughput: 64 requests in flight over 32 keep-alive connections for a few seconds; the gateway's own
+//     CPU (it runs in its own process) gives requests/s per core of the gateway;
+//   - for a cheap method (getHealth) and a batch of 10 of it, with metering and usage events on;
+//   - WebSocket: slotSubscribe directly and through the gateway at once; for each slot, the arrival-time
+//     difference of the same notification (gateway − direct).
+// The node, the gateway and the load generator (this process, a bare undici dispatch loop) are three processes
+// on the same 2 cores, so absolute throughput is bounded by the node; added latency and per-core figures are the
+// gateway's.
+
+const LAT_N = Number(process.env.RPC_BENCH_LAT_N ?? 3_000);
+const THRU_MS = Number(process.env.RPC_BENCH_THRU_MS ?? 3_000);
+const WS_MS = Number(process.env.RPC_BENCH_WS_MS ?? 4_000);
+const CONCURRENCY = 64;
+
+interface Child {
+  proc: ChildProcess;
+  http: string;
+  ws: string;
+  cpu(): Promise<{ usage: NodeJS.CpuUsage; events: number }>;
+  close(): Promise<void>;
+}
+
+function startChild(env: Record<string, string>): Promise<Child> {
+  const compiled = __filename.endsWith('.js');
+  const proc = fork(path.join(__dirname, compiled ? 'rpc-child.js' : 'rpc-child.ts'), [], {
+    execArgv: compiled ? [] : ['-r', 'ts-node/register/transpile-only'],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const next = (type: string): Promise<any> =>
+    new Promise((resolve, reject) => {
+      const onMsg = (m: any): void => {
+        if (m.type === type || m.type === 'error') {
+          proc.off('message', onMsg);
+          if (m.type === 'error') reject(new Error(m.message));
+          else resolve(m);
+        }
+      };
+      proc.on('message', onMsg);
+      proc.once('exit', (c) => reject(new Error(`bench child exited ${c}`)));
+    });
+  return next('ready').then((r: { http: string; ws: string }) => ({
+    proc,
+    http: r.http,
+    ws: r.ws,
+    cpu: () => {
+      const p = next('cpu');
+      proc.send({ type: 'cpu' });
+      return p;
+    },
+    close: async () => {
+      if (proc.exitCode !== null) return;
+      const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+      proc.send({ type: 'close' });
+      const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    },
+  }));
+}
+
+const CHEAP = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"getHealth"}');
+const BATCH = Buffer.from(JSON.stringify(Array.from({ length: 10 }, (_v, i) => ({ jsonrpc: '2.0', id: i, method: 'getHealth' }))));
+
+function client(url: string, connections: number): Upstream {
+  return new Upstream(0, { http: url }, { connections, timeoutMs: 10_000, maxResponseBytes: 1 << 20, keepAliveMs: 30_000 });
+}
+
+async function latency(direct: Upstream, gw: Upstream, body: Buffer): Promise<{ d: number[]; g: number[] }> {
+  const d: number[] = [];
+  const g: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    await direct.post(body);
+    await gw.post(body);
+  }
+  for (let block = 0; block < LAT_N / 100; block++) {
+    for (const [c, out] of [[direct, d], [gw, g]] as const) {
+      for (let i = 0; i < 100; i++) {
+        const t0 = performance.now();
+        const r = await c.post(body);
+        out.push(performance.now() - t0);
+        if (!r.ok || r.status !== 200) throw new Error(`bench request failed: ${JSON.stringify(r.ok ? r.status : r.why)}`);
+      }
+    }
+  }
+  return { d, g };
+}
+
+async function throughput(c: Upstream, body: Buffer, gwChild?: Child): Promise<{ rps: number; cpuPct: number }> {
+  const cpu0 = gwChild === undefined ? undefined : (await gwChild.cpu()).usage;
+  const t0 = performance.now();
+  const end = t0 + THRU_MS;
+  let n = 0;
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const r = await c.post(body);
+        if (r.ok && r.status === 200) n++;
+        else failed++;
+      }
+    }),
+  );
+  const wall = performance.now() - t0;
+  let cpuPct = NaN;
+  if (gwChild !== undefined && cpu0 !== undefined) {
+    const u = (await gwChild.cpu()).usage;
+    cpuPct = ((u.user - cpu0.user + u.system - cpu0.system) / 1000 / wall) * 100;
+  }
+  if (failed > 0) throw new Error(`${failed} requests failed during the throughput run`);
+  return { rps: (n / wall) * 1000, cpuPct };
+}
+
+async function wsLatency(directUrl: string, gwUrl: string): Promise<number[]> {
+  const open = (u: string): Promise<WebSocket> => new Promise((res, rej) => {
+    const w = new WebSocket(u);
+    w.once('open', () => res(w));
+    w.once('error', rej);
+  });
+  const [d, g] = await Promise.all([open(directUrl), open(gwUrl)]);
+  const seen = new Map<number, number>();
+  const added: number[] = [];
+  const onMsg = (which: 'd' | 'g') => (data: WebSocket.RawData): void => {
+    const t = performance.now();
+    const m = JSON.parse(data.toString()) as { method?: string; params?: { result?: { slot?: number } } };
+    const slot = m.params?.result?.slot;
+    if (m.method !== 'slotNotification' || slot === undefined) return;
+    const key = which === 'd' ? slot : -slot - 1;
+    const other = which === 'd' ? -slot - 1 : slot;
+    const o = seen.get(other);
+    if (o === undefined) seen.set(key, t);
+    else {
+      seen.delete(other);
+      added.push(which === 'g' ? t - o : o - t);
+    }
+  };
+  d.on('message', onMsg('d'));
+  g.on('message', onMsg('g'));
+  const sub = '{"jsonrpc":"2.0","id":1,"method":"slotSubscribe"}';
+  d.send(sub);
+  g.send(sub);
+  await new Promise((r) => setTimeout(r, WS_MS));
+  d.close();
+  g.close();
+  return added;
+}
+
+export async function benchRpc(): Promise<BenchResult[]> {
+  const chain = await startChild({ RPC_BENCH_ROLE: 'chain', RPC_BENCH_SLOT_MS: '50' });
+  let gwc: Child | undefined;
+  const out: BenchResult[] = [];
+  try {
+    gwc = await startChild({ RPC_BENCH_ROLE: 'gateway', RPC_BENCH_UPSTREAM: JSON.stringify({ http: chain.http, ws: chain.ws }) });
+    for (const [name, body] of [['getHealth', CHEAP], ['batch of 10 getHealth', BATCH]] as const) {
+      const d1 = client(chain.http, 1);
+      const g1 = client(gwc.http, 1);
+      const { d, g } = await latency(d1, g1, body);
+      await d1.close();
+      await g1.close();
+      const sd = summarize(d);
+      const sg = summarize(g);
+      const dN = client(chain.http, 32);
+      const gN = client(gwc.http, 32);
+      const td = await throughput(dN, body);
+      const tg = await throughput(gN, body, gwc);
+      await dN.close();
+      await gN.close();
+      out.push({
+        bench: 'rpc',
+        case: name,
+        figures: {
+          direct_p50_ms: sd.p50,
+          gateway_p50_ms: sg.p50,
+          added_p50_ms: sg.p50 - sd.p50,
+          direct_p99_ms: sd.p99,
+          gateway_p99_ms: sg.p99,
+          added_p99_ms: sg.p99 - sd.p99,
+          direct_req_s: td.rps,
+          gateway_req_s: tg.rps,
+          gateway_cpu_pct: tg.cpuPct,
+          gateway_req_s_per_core: tg.rps / (tg.cpuPct / 100),
+        },
+      });
+    }
+    const ws = summarize(await wsLatency(chain.ws, gwc.ws));
+    out.push({
+      bench: 'rpc',
+      case: 'WS slotNotification, gateway − direct',
+      figures: { added_p50_ms: ws.p50, added_p99_ms: ws.p99, notifications: ws.count },
+      note: ws.count < 20 ? `only ${ws.count} notifications paired` : undefined,
+    });
+    const ev = (await gwc.cpu()).events;
+    out[0]!.note = `usage events produced by the gateway during the run: ${fmt(ev)}; node, gateway and load generator share 2 cores`;
+  } finally {
+    await gwc?.close();
+    await chain.close();
+  }
+  return out;
+}
