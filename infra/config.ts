@@ -7,6 +7,7 @@ import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
 import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingConfig } from './ops-config';
 import { parseRentalsConfig, type RentalsConfig } from './rentals-source';
 import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
+import { parseEvmConfig, type EvmGatewayConfig } from '../gateways/evm/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -41,7 +42,7 @@ export interface Config {
   rentals: RentalsConfig;
   admin: AdminConfig;
   billing: BillingConfig;
-  gateways: { rpc: RpcGatewayConfig };
+  gateways: { rpc: RpcGatewayConfig; evm: EvmGatewayConfig };
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -83,7 +84,10 @@ export function parseConfig(raw: unknown): Config {
     admin: parseAdminConfig(o.admin),
     billing: parseBillingConfig(o.billing),
     // Like the local chain, the gateway runs where a config asks for it (the local one does).
-    gateways: { rpc: parseRpcGatewayConfig({ enabled: false, ...section(section(o.gateways, 'gateways').rpc, 'gateways.rpc') }) },
+    gateways: {
+      rpc: parseRpcGatewayConfig({ enabled: false, ...section(section(o.gateways, 'gateways').rpc, 'gateways.rpc') }),
+      evm: parseEvmConfig(section(o.gateways, 'gateways').evm),
+    },
   };
 }
 

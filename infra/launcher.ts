@@ -8,6 +8,10 @@ import { startFanout } from '../fanout/server';
 import { startAdmin } from './admin/server';
 import { startBillingJob } from './billing/job';
 import { startRpcGateway } from '../gateways/rpc/gateway';
+import { startEvmGateway } from '../gateways/evm/gateway';
+import type { UpstreamEndpoint } from '../gateways/core';
+import { UsageProducer } from '../bus/usage-producer';
+import { startAnvil } from './anvil/anvil';
 import { chainRpc } from './chain-rpc';
 import type { Config } from './config';
 import { asListenError } from './config-read';
@@ -48,6 +52,17 @@ interface Launch {
    * that should carry them instead (the submission service) replaces it.
    */
   send?: SendTx;
+  /** The one usage-event producer of this process (its metrics are process-wide), made by the first surface that meters. */
+  usage?: UsageProducer;
+}
+
+function usageProducer(l: Launch): UsageProducer {
+  if (l.usage === undefined) {
+    const usage = new UsageProducer(l.bus, { log: l.log.child({ component: 'usage' }) });
+    l.onStop(() => usage.close());
+    l.usage = usage;
+  }
+  return l.usage;
 }
 
 interface Component {
@@ -65,6 +80,7 @@ const COMPONENTS: Component[] = [
   { name: 'fanout', start: startFanoutComponent, listenKey: 'fanout.listen' },
   // Surfaces add their block here (rpc, submit, evm, …): each adds its own endpoint keys.
   { name: 'rpc', start: startRpcComponent },
+  { name: 'evm', start: startEvmComponent },
   { name: 'demo', start: startDemoComponent }, // last: it sends through whatever `send` the blocks above chose
 ];
 
@@ -161,9 +177,26 @@ async function startRpcComponent(l: Launch): Promise<void> {
     l.log.warn('chain JSON-RPC gateway not started: no upstream (set gateways.rpc.upstreams, or run the local chain)');
     return;
   }
-  const gw = await startRpcGateway(cfg, { rentals: l.rentals, log: l.log.child({ component: 'rpc' }), bus: l.bus, upstreams: local });
+  const gw = await startRpcGateway(cfg, { rentals: l.rentals, log: l.log.child({ component: 'rpc' }), usage: usageProducer(l), upstreams: local });
   l.onStop(() => gw.close());
   l.endpoints.rpc = { http: gw.http.url, ws: gw.ws.url };
+}
+
+// --- evm: the EVM endpoints, one HTTP + WebSocket pair per served chain id; a local anvil per chain that asks for
+// one (anvil: true) as its upstream; usage events through its own producer on the bus.
+async function startEvmComponent(l: Launch): Promise<void> {
+  const cfg = l.cfg.gateways.evm;
+  if (!cfg.enabled) return;
+  const local = new Map<number, UpstreamEndpoint[]>();
+  for (const c of cfg.chains.filter((x) => x.anvil)) {
+    const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}) });
+    l.onStop(() => node.stop());
+    local.set(c.chainId, [{ http: node.httpUrl, ws: node.wsUrl }]);
+    l.log.info({ chain: c.chainId, blockTime: c.anvilBlockTime }, 'local anvil started');
+  }
+  const gw = await startEvmGateway(cfg, { rentals: l.rentals, usage: usageProducer(l), log: l.log.child({ component: 'evm' }) }, local);
+  l.onStop(() => gw.close());
+  l.endpoints.evm = Object.fromEntries(gw.chains.map((c) => [String(c.chainId), { http: c.http, ws: c.ws }]));
 }
 
 // --- demo: signed transfers on the local chain, plus the local credentials newcomers and tests use.

@@ -21,6 +21,7 @@ const BENCHES: BenchModule[] = [
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
   { file: './rpc', title: 'rpc gateway', entry: 'benchRpc' },
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
+  { file: './evm', title: 'evm', entry: 'benchEvm' },
 ];
 
 /** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */
