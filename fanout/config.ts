@@ -67,8 +67,5 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     },
   };
   if (cfg.maxFilters > MAX_FILTERS_PER_SET) throw new ConfigError(`${p}.maxFilters: at most ${MAX_FILTERS_PER_SET} (matches travel as a 32-bit mask)`);
-  if (cfg.auth.mode !== 'none' && cfg.rentalsFile === undefined && !cfg.rentalsFromBus) {
-    throw new ConfigError(`${p}.auth.mode ${cfg.auth.mode} needs rentals: set ${p}.rentalsFile or ${p}.rentalsFromBus`);
-  }
   return cfg;
 }

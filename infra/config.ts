@@ -71,6 +71,11 @@ export function parseConfig(raw: unknown): Config {
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
   const fanout = parseFanoutConfig(o.fanout);
+  const rentals = parseRentalsConfig(o.rentals, fanout);
+  // Auth by rental with no source of rentals would refuse everyone: say so at start instead.
+  if (fanout.auth.mode !== 'none' && rentals.file === undefined && !rentals.fromBus) {
+    throw new ConfigError(`fanout.auth.mode ${fanout.auth.mode} needs rentals: set rentals.file or rentals.fromBus`);
+  }
   return {
     bus: parseBus(o.bus),
     log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info') },
@@ -80,7 +85,7 @@ export function parseConfig(raw: unknown): Config {
     // The node runs only where a config asks for it (the local one does); its own default is on.
     localchain: parseLocalChainConfig({ enabled: false, ...section(o.localchain, 'localchain') }),
     demo: parseDemoConfig(o.demo),
-    rentals: parseRentalsConfig(o.rentals, fanout),
+    rentals,
     admin: parseAdminConfig(o.admin),
     billing: parseBillingConfig(o.billing),
     // Like the local chain, the gateway runs where a config asks for it (the local one does).

@@ -61,7 +61,7 @@ describe('config', () => {
     ['bad integer', { fanout: { heartbeatMs: 'soon' } }, /fanout\.heartbeatMs: expected an integer/],
     ['kafka without brokers', { bus: { kind: 'kafka' } }, /bus\.brokers: required/],
     ['fixed leader without key', { ingest: { leader: { mode: 'fixed' } } }, /ingest\.leader\.key: required/],
-    ['auth without rentals', { fanout: { auth: { mode: 'token' } } }, /needs rentals/],
+    ['auth without rentals', { fanout: { auth: { mode: 'token' } }, rentals: { fromBus: false } }, /needs rentals/],
     ['bad enum', { fanout: { auth: { mode: 'maybe' } } }, /expected one of none, ip, token/],
   ];
   for (const [what, raw, re] of bad) {
