@@ -47,7 +47,20 @@ export interface LocalChain {
   genesisHash: string;
   /** The working (processed) slot. */
   slot(): number;
+  /** Counters for logs, metrics and tests. */
+  stats(): LocalChainStats;
   close(): Promise<void>;
+}
+
+export interface LocalChainStats {
+  slot: number;
+  transactions: number;
+  shredsSent: number;
+  shredBatchesSent: number;
+  shredSendErrors: number;
+  wsConnections: number;
+  notificationsSent: number;
+  slowSubscribersClosed: number;
 }
 
 function urlHost(host: string): string {
@@ -114,6 +127,16 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     shredVersion,
     genesisHash: bs58.encode(chain.genesisHash),
     slot: () => chain.slot,
+    stats: () => ({
+      slot: chain.slot,
+      transactions: chain.transactionsTotal,
+      shredsSent: shredder?.shredsSent ?? 0,
+      shredBatchesSent: shredder?.batchesSent ?? 0,
+      shredSendErrors: shredder?.errors ?? 0,
+      wsConnections: pubsub.connections(),
+      notificationsSent: pubsub.notificationsSent,
+      slowSubscribersClosed: pubsub.slowClosed,
+    }),
     close: () => {
       closing ??= (async () => {
         chain.close();
