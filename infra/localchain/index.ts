@@ -1,6 +1,7 @@
 import bs58 from 'bs58';
 import { splitHostPort } from '../host-port';
 import type { Log } from '../log';
+import { metrics, type Gauge, type Registry } from '../metrics';
 import { Chain, shredVersionOf } from './chain';
 import { LOCALCHAIN_DEFAULTS, type LocalChainConfig } from './config';
 import { accountMethods } from './methods/accounts';
@@ -31,6 +32,8 @@ export interface LocalChainOptions extends Partial<Omit<LocalChainConfig, 'enabl
   /** Default: derived from the genesis hash (agave's compute_shred_version). */
   shredVersion?: number;
   log?: Log;
+  /** Where the node's gauges go (meridian_localchain_*); default the process registry. */
+  registry?: Registry;
   /** Initial balance of the demo payer; default 1,000,000 SOL. */
   faucetLamports?: bigint;
 }
@@ -118,6 +121,13 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
   const hostPort = `${urlHost(host)}:${server.port}`;
   addr.rpc = hostPort;
   o.log?.info({ identity: chain.identityB58, port: server.port, slotMs: chain.p.slotMs, shredding: shredder !== null, shredVersion }, 'local chain node started');
+  const registry = o.registry ?? metrics;
+  const gauges: Gauge[] = [
+    registry.gauge('meridian_localchain_slot', 'Working slot of the local chain node', undefined, () => chain.slot),
+    registry.gauge('meridian_localchain_transactions_executed', 'Transactions the local chain executed into blocks', undefined, () => chain.transactionsTotal),
+    registry.gauge('meridian_localchain_shreds_sent', 'Shreds the local chain sent to its shredTo address', undefined, () => shredder?.shredsSent ?? 0),
+    registry.gauge('meridian_localchain_ws_connections', 'Open PubSub WebSocket connections of the local chain', undefined, () => pubsub.connections()),
+  ];
   let closing: Promise<void> | null = null;
   return {
     httpUrl: `http://${hostPort}`,
@@ -139,6 +149,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     }),
     close: () => {
       closing ??= (async () => {
+        for (const g of gauges) registry.remove(g);
         chain.close();
         await server.close();
         await shredder?.close();

@@ -5,6 +5,7 @@ import {
 } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { LocalChain } from '../../infra/localchain';
+import { Registry } from '../../infra/metrics';
 import { closeConnection, connect, payerOf, post, rpc, startNode } from './support';
 
 // The local chain node with @solana/web3.js as the client: what a real client does against a real node.
@@ -13,8 +14,10 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
   let node: LocalChain;
   let conn: Connection;
 
+  const registry = new Registry();
+
   before(async () => {
-    ({ node } = await startNode());
+    ({ node } = await startNode({ registry }));
     conn = connect(node);
   });
 
@@ -38,6 +41,9 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
     assert.equal(await conn.getSlotLeader(), node.identity);
     const es = await conn.getEpochSchedule();
     assert.equal(es.slotsPerEpoch, info.slotsInEpoch);
+    const slotLine = registry.render().split('\n').find((l) => l.startsWith('meridian_localchain_slot '));
+    assert.ok(slotLine !== undefined);
+    assert.ok(Number(slotLine.split(' ')[1]) >= info.absoluteSlot);
   });
 
   it('produces slots on the clock, with blocks and a valid latest blockhash', async () => {
