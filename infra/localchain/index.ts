@@ -8,6 +8,7 @@ import { accountMethods } from './methods/accounts';
 import { blockMethods } from './methods/blocks';
 import { clusterMethods } from './methods/cluster';
 import type { Methods } from './methods/common';
+import { tokenMethods } from './methods/tokens';
 import { transactionMethods } from './methods/transactions';
 import { PubSub } from './pubsub';
 import { startRpcServer } from './rpc/server';
@@ -100,7 +101,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
   });
   // The address getClusterNodes reports is only known once listening; the methods read it lazily.
   const addr = { rpc: '', shredVersion };
-  const methods: Methods = { ...clusterMethods(chain, addr), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain) };
+  const methods: Methods = { ...clusterMethods(chain, addr), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain), ...tokenMethods(chain) };
   chain.start();
   let server;
   try {

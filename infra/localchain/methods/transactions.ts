@@ -8,7 +8,7 @@ import type { TxRecord } from '../ledger';
 import { invalidParams, RPC, RpcError } from '../rpc/errors';
 import { nodeError } from '../tx-error';
 import { config, isObj, oneOf, optBool, optU64, pubkey, required, signatureParam, typeName, u64, type Raw } from '../rpc/params';
-import { accountEncoding } from './accounts';
+import { accountEncoding } from './account-params';
 import { contextSlot, historicalCommitment, withContext, type Methods } from './common';
 
 // Submission, simulation, statuses and transaction history.
