@@ -176,8 +176,8 @@ export class Chain extends EventEmitter<ChainEvents> {
     return { ok: true, record };
   }
 
-  simulate(raw: Buffer, tx: TxFields, sigVerify: boolean): SimResult {
-    return this.bank.simulate(raw, tx, sigVerify);
+  simulate(raw: Buffer, tx: TxFields, sigVerify: boolean, accounts = true): SimResult {
+    return this.bank.simulate(raw, tx, sigVerify, accounts);
   }
 
   /** A real transfer from the faucet key, executed and recorded like any other transaction. */

@@ -154,11 +154,12 @@ export class Bank {
     return out;
   }
 
-  private run(raw: Uint8Array, tx: TxFields, simulate: boolean): { r: TransactionMetadata | FailedTransactionMetadata | null; sim: SimResult } {
+  /** `balances` false (a preflight): skip what only a recorded transaction or returned accounts need. */
+  private run(raw: Uint8Array, tx: TxFields, simulate: boolean, balances = true): { r: TransactionMetadata | FailedTransactionMetadata | null; sim: SimResult } {
     const loaded = this.loadedAddresses(tx);
     const keys = [...tx.accountKeys, ...loaded.writable, ...loaded.readonly];
-    const preBalances = keys.map((k) => num(this.svm.getBalance(k)));
-    const tokens = keys.some((k) => TOKEN_PROGRAMS.has(k.toString('hex')));
+    const preBalances = balances ? keys.map((k) => num(this.svm.getBalance(k))) : [];
+    const tokens = balances && keys.some((k) => TOKEN_PROGRAMS.has(k.toString('hex')));
     const preTokenBalances = tokens ? this.tokenBalances(keys, (k) => this.svm.getAccount(k)) : [];
     let out: TransactionMetadata | FailedTransactionMetadata;
     const post = new Map<string, Account>();
@@ -166,7 +167,7 @@ export class Bank {
       const s = tx.versioned === true ? this.svm.simulateVersionedTransaction(raw) : this.svm.simulateLegacyTransaction(raw);
       if (s instanceof FailedTransactionMetadata) out = s;
       else {
-        for (const a of s.postAccounts()) post.set(Buffer.from(a.address).toString('hex'), a.account());
+        if (balances) for (const a of s.postAccounts()) post.set(Buffer.from(a.address).toString('hex'), a.account());
         out = s.meta();
       }
     } else {
@@ -175,7 +176,8 @@ export class Bank {
     const meta: TransactionMetadata = out instanceof FailedTransactionMetadata ? out.meta() : out;
     let err = out instanceof FailedTransactionMetadata ? txError(out) : null;
     let postBalances: number[];
-    if (simulate) postBalances = keys.map((k, i) => { const a = post.get(k.toString('hex')); return a === undefined ? preBalances[i]! : Number(a.lamports()); });
+    if (!balances) postBalances = [];
+    else if (simulate) postBalances = keys.map((k, i) => { const a = post.get(k.toString('hex')); return a === undefined ? preBalances[i]! : Number(a.lamports()); });
     else postBalances = keys.map((k) => num(this.svm.getBalance(k)));
     const postTokenBalances = !tokens ? [] : this.tokenBalances(keys, (k) => (simulate ? post.get(k.toString('hex')) ?? this.svm.getAccount(k) : this.svm.getAccount(k)));
     const fees = feeOf(tx);
@@ -215,11 +217,12 @@ export class Bank {
     return this.run(raw, tx, false).sim;
   }
 
-  simulate(raw: Uint8Array, tx: TxFields, sigVerify: boolean): SimResult {
+  /** `accounts` false: the result has no post-state (no post map, no balances), as a preflight needs. */
+  simulate(raw: Uint8Array, tx: TxFields, sigVerify: boolean, accounts = true): SimResult {
     const before = this.svm.getSigverify();
     this.svm.setSigverify(sigVerify);
     try {
-      return this.run(raw, tx, true).sim;
+      return this.run(raw, tx, true, accounts).sim;
     } finally {
       this.svm.setSigverify(before);
     }

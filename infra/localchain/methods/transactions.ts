@@ -96,7 +96,7 @@ export function transactionMethods(chain: Chain): Methods {
     const signature = bs58.encode(tx.signatures[0]!);
     const early = !replace && !chain.blockhashValid(tx.recentBlockhash) ? nodeError('BlockhashNotFound') : chain.ledger.tx(signature) !== undefined ? nodeError('AlreadyProcessed') : null;
     if (early !== null) return { value: { ...base, err: early.json, logs: [], unitsConsumed: 0 }, errText: early.text };
-    const sim = chain.simulate(raw, tx, sigVerify);
+    const sim = chain.simulate(raw, tx, sigVerify, addresses !== null);
     if (addresses !== null) {
       base.accounts = addresses.map((k) => {
         const post = sim.post.get(k.toString('hex'));
