@@ -94,7 +94,7 @@ export function transactionMethods(chain: Chain): Methods {
     }
     const base = { accounts: null as unknown, fee: null as unknown, innerInstructions: null as unknown, loadedAccountsDataSize: 0, replacementBlockhash: replacement, returnData: null as unknown };
     const signature = bs58.encode(tx.signatures[0]!);
-    const early = !replace && !chain.blockhashValid(tx.recentBlockhash) ? nodeError('BlockhashNotFound') : chain.ledger.tx(signature) !== undefined ? nodeError('AlreadyProcessed') : null;
+    const early = !replace && !chain.lifetimeValid(tx) ? nodeError('BlockhashNotFound') : chain.ledger.tx(signature) !== undefined ? nodeError('AlreadyProcessed') : null;
     if (early !== null) return { value: { ...base, err: early.json, logs: [], unitsConsumed: 0 }, errText: early.text };
     const sim = chain.simulate(raw, tx, sigVerify, addresses !== null);
     if (addresses !== null) {
