@@ -18,12 +18,13 @@ import { summarize, type BenchResult } from './stats';
 
 const N = Number(process.env.BENCH_LOCALCHAIN_TXS ?? 2000);
 const CONCURRENCY = 16;
+const WARMUP = 500;
 
 function makeTxs(seed: Buffer, blockhash: Buffer, n: number, salt: number): Buffer[] {
   const payer = keypairFromSeed(seed);
   const to = crypto.randomBytes(32);
   // Distinct amounts → distinct signatures; above rent exemption so every transfer succeeds.
-  return Array.from({ length: n }, (_, i) => transferTx(payer, to, 1_000_000n + BigInt(salt * n + i), blockhash));
+  return Array.from({ length: n }, (_, i) => transferTx(payer, to, 1_000_000n + BigInt(salt * 10_000_000 + i), blockhash));
 }
 
 function direct(): BenchResult {
@@ -76,7 +77,7 @@ async function startChild(): Promise<Child> {
   };
 }
 
-async function overHttp(child: Child, skipPreflight: boolean, salt: number): Promise<BenchResult> {
+async function overHttp(child: Child, skipPreflight: boolean, salt: number, n = N): Promise<BenchResult> {
   const pool = new Pool(child.httpUrl, { connections: CONCURRENCY });
   const call = async (method: string, params: unknown[]): Promise<{ result?: unknown; error?: { message: string } }> => {
     const r = await pool.request({ path: '/', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
@@ -84,7 +85,7 @@ async function overHttp(child: Child, skipPreflight: boolean, salt: number): Pro
   };
   try {
     const bh = ((await call('getLatestBlockhash', [])).result as { value: { blockhash: string } }).value.blockhash;
-    const txs = makeTxs(child.payer.subarray(0, 32), Buffer.from(bs58.decode(bh)), N, salt).map((t) => t.toString('base64'));
+    const txs = makeTxs(child.payer.subarray(0, 32), Buffer.from(bs58.decode(bh)), n, salt).map((t) => t.toString('base64'));
     const count0 = (await call('getTransactionCount', [{ commitment: 'processed' }])).result as number;
     const cpu0 = await child.cpu();
     const lat: number[] = [];
@@ -107,7 +108,7 @@ async function overHttp(child: Child, skipPreflight: boolean, salt: number): Pro
     return {
       bench: 'localchain',
       case: `sendTransaction over HTTP, ${skipPreflight ? 'skipPreflight' : 'preflight'} (${CONCURRENCY} in flight)`,
-      figures: { txs: N, executed, tx_per_s: executed / s, tx_per_cpu_s: executed / cpu, p50_ms: l.p50, p99_ms: l.p99 },
+      figures: { txs: n, executed, tx_per_s: executed / s, tx_per_cpu_s: executed / cpu, p50_ms: l.p50, p99_ms: l.p99 },
       note: errors > 0 ? `${errors} sends answered an error` : undefined,
     };
   } finally {
@@ -119,6 +120,8 @@ export async function benchLocalChain(): Promise<BenchResult[]> {
   const ref = direct();
   const child = await startChild();
   try {
+    // Warm-up (JIT, litesvm's program cache): the first few hundred transactions run several times slower.
+    await overHttp(child, true, 3, WARMUP);
     return [ref, await overHttp(child, false, 1), await overHttp(child, true, 2)];
   } finally {
     await child.close();
