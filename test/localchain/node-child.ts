@@ -5,7 +5,7 @@ import { quietLog } from '../support/log-capture';
 // IPC: sends {ready: {httpUrl, payer}}; answers "cpu" with {cpu: process.cpuUsage()}; "close" stops and exits.
 
 async function main(): Promise<void> {
-  const ledgerTransactions = Number(process.env.LOCALCHAIN_LEDGER_TXS ?? 50_000);
+  const ledgerTransactions = Number(process.env.LOCALCHAIN_LEDGER_TXS ?? 20_000);
   const node = await startLocalChain({ host: '127.0.0.1', port: 0, log: quietLog().log, ledgerTransactions });
   process.on('message', (m: unknown) => {
     if (m === 'cpu') process.send!({ cpu: process.cpuUsage() });
