@@ -36,6 +36,13 @@ export interface ChainParams {
 /** Entries hold at most this many transactions (the banking stage's batch size). */
 const MAX_TXS_PER_ENTRY = 64;
 const FAUCET_LAMPORTS = 10n ** 17n;
+const SYSTEM_PROGRAM = Buffer.alloc(32);
+/** System instruction 4; nonce account (80 bytes): u32 version | u32 state (1 = initialized) | authority 32 | nonce 32 | fee calculator u64. */
+const ADVANCE_NONCE_ACCOUNT = 4;
+const NONCE_ACCOUNT_SZ = 80;
+const NONCE_STATE_OFF = 4;
+const NONCE_INITIALIZED = 1;
+const NONCE_VALUE_OFF = 40;
 
 export type SubmitResult = { ok: true; record: TxRecord } | { ok: false; err: TxError; logs: string[]; unitsConsumed: number };
 
@@ -149,11 +156,25 @@ export class Chain extends EventEmitter<ChainEvents> {
     return h !== undefined && this.blockHeight - h <= MAX_BLOCKHASH_AGE;
   }
 
+  /** A recent blockhash of the last 150 blocks, or a durable nonce: first instruction AdvanceNonceAccount on a
+   *  nonce account whose stored nonce is the transaction's "blockhash" (agave's check_transaction_age). */
+  lifetimeValid(tx: TxFields): boolean {
+    if (this.blockhashValid(tx.recentBlockhash)) return true;
+    const ix = tx.instructions[0];
+    if (ix === undefined || ix.data.length < 4 || ix.data.readUInt32LE(0) !== ADVANCE_NONCE_ACCOUNT || ix.accounts.length === 0) return false;
+    if (tx.accountKeys[ix.programIdIndex]?.equals(SYSTEM_PROGRAM) !== true) return false;
+    const key = tx.accountKeys[ix.accounts[0]!];
+    const a = key === undefined ? null : this.bank.account(key);
+    if (a === null || a.data.length < NONCE_ACCOUNT_SZ || !Buffer.from(a.owner).equals(SYSTEM_PROGRAM)) return false;
+    const d = Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+    return d.readUInt32LE(NONCE_STATE_OFF) === NONCE_INITIALIZED && d.subarray(NONCE_VALUE_OFF, NONCE_VALUE_OFF + 32).equals(tx.recentBlockhash);
+  }
+
   /** Execute now in the working slot. Rejected transactions change nothing and are not recorded. */
   submit(raw: Buffer, tx: TxFields): SubmitResult {
     const signature = b58(tx.signatures[0]!);
     if (this.ledger.tx(signature) !== undefined) return { ok: false, err: nodeError('AlreadyProcessed'), logs: [], unitsConsumed: 0 };
-    if (!this.blockhashValid(tx.recentBlockhash)) return { ok: false, err: nodeError('BlockhashNotFound'), logs: [], unitsConsumed: 0 };
+    if (!this.lifetimeValid(tx)) return { ok: false, err: nodeError('BlockhashNotFound'), logs: [], unitsConsumed: 0 };
     const meta = this.bank.execute(raw, tx);
     if (meta.err !== null && !meta.err.lands) return { ok: false, err: meta.err, logs: meta.logs, unitsConsumed: meta.unitsConsumed };
     const keys = [...tx.accountKeys, ...meta.loaded.writable, ...meta.loaded.readonly];
@@ -176,12 +197,14 @@ export class Chain extends EventEmitter<ChainEvents> {
     return { ok: true, record };
   }
 
-  simulate(raw: Buffer, tx: TxFields, sigVerify: boolean): SimResult {
-    return this.bank.simulate(raw, tx, sigVerify);
+  simulate(raw: Buffer, tx: TxFields, sigVerify: boolean, accounts = true): SimResult {
+    return this.bank.simulate(raw, tx, sigVerify, accounts);
   }
 
   /** A real transfer from the faucet key, executed and recorded like any other transaction. */
   airdrop(to: Buffer, lamports: bigint): SubmitResult {
+    // A local faucet never runs dry: topped up (outside any transaction) when a request would empty it.
+    if (this.bank.balance(this.faucet.publicKey) < lamports + 1_000_000n) this.bank.fund(this.faucet.publicKey, FAUCET_LAMPORTS + lamports);
     const raw = transferTx(this.faucet, to, lamports, Buffer.from(bs58.decode(this.ledger.latest!.blockhash)));
     const d = decodeTransaction(raw, BigInt(this.slot));
     if (!d.ok) throw new Error(`faucet transaction does not decode: ${d.reason}`);
@@ -253,6 +276,8 @@ export class Chain extends EventEmitter<ChainEvents> {
     };
     this.ledger.freeze(block);
     this.bank.pushSlotHash(block.slot, block.blockhash);
+    // litesvm's own blockhash is what AdvanceNonceAccount stores: a new one per slot, as a bank has.
+    this.bank.svm.expireBlockhash();
     this.emit('frozen', block);
     this.parent = this.slot;
     this.slot++;

@@ -42,7 +42,7 @@ export const LOCALCHAIN_DEFAULTS: Omit<LocalChainConfig, 'shredTo' | 'shredVersi
   entryBatchMs: 20,
   faucetLamports: 1_000_000n * 1_000_000_000n,
   ledgerSlots: 4096,
-  ledgerTransactions: 50_000,
+  ledgerTransactions: 20_000,
   maxBodyBytes: 256 * 1024,
   maxBatch: 256,
   maxConnections: 1024,

@@ -1,8 +1,9 @@
 import bs58 from 'bs58';
 import type { WebSocket } from 'ws';
 import type { Chain } from './chain';
-import { ACCOUNT_ENCODINGS, encodeAccount, type AccountEncoding } from './encode';
-import { compileFilters, type AccountFilter } from './methods/accounts';
+import { ACCOUNT_ENCODINGS, encodeAccount, type AccountEncoding, type AccountParser } from './encode';
+import { tokenParser } from './methods/tokens';
+import { compileFilters, type AccountFilter } from './methods/account-params';
 import { encodeBlock } from './methods/blocks';
 import type { Block, TxRecord } from './ledger';
 import { invalidParams, RPC, RpcError } from './rpc/errors';
@@ -65,11 +66,13 @@ export class PubSub {
   private readonly conns = new Set<Conn>();
   notificationsSent = 0;
   slowClosed = 0;
+  private readonly parseAccount: AccountParser;
 
   constructor(
     private readonly chain: Chain,
     private readonly limits: PubSubLimits,
   ) {
+    this.parseAccount = tokenParser(chain);
     chain.on('slot', (slot, parent, root) => {
       for (const s of this.byKind.get('slot')!) this.notify(s, { parent, root, slot });
       for (const s of this.byKind.get('root')!) this.notify(s, root);
@@ -223,11 +226,11 @@ export class PubSub {
       const wanted = subs === undefined ? [] : [...subs].filter((s) => this.wants(s, level));
       if (wanted.length === 0 && this.byProgram.size === 0) continue;
       const a = this.chain.bank.account(Buffer.from(bs58.decode(k))) ?? EMPTY_ACCOUNT;
-      for (const s of wanted) this.notifyAccount(s, { context: { slot }, value: () => encodeAccount(a, s.encoding!) });
+      for (const s of wanted) this.notifyAccount(s, { context: { slot }, value: () => encodeAccount(a, s.encoding!, undefined, this.parseAccount) });
       const owners = this.byProgram.get(bs58.encode(a.owner));
       if (owners === undefined) continue;
       for (const s of owners) {
-        if (this.wants(s, level) && s.filters!.every((f) => f(a))) this.notifyAccount(s, { context: { slot }, value: () => ({ account: encodeAccount(a, s.encoding!), pubkey: k }) });
+        if (this.wants(s, level) && s.filters!.every((f) => f(a))) this.notifyAccount(s, { context: { slot }, value: () => ({ account: encodeAccount(a, s.encoding!, undefined, this.parseAccount), pubkey: k }) });
       }
     }
   }

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import {
-  ComputeBudgetProgram, Keypair, LAMPORTS_PER_SOL, PublicKey, SendTransactionError, SystemProgram, Transaction, sendAndConfirmTransaction,
+  ComputeBudgetProgram, Keypair, LAMPORTS_PER_SOL, NONCE_ACCOUNT_LENGTH, PublicKey, SendTransactionError, SystemProgram, Transaction, sendAndConfirmTransaction,
   type Connection,
 } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { LocalChain } from '../../infra/localchain';
+import { Registry } from '../../infra/metrics';
 import { closeConnection, connect, payerOf, post, rpc, startNode } from './support';
 
 // The local chain node with @solana/web3.js as the client: what a real client does against a real node.
@@ -13,8 +14,10 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
   let node: LocalChain;
   let conn: Connection;
 
+  const registry = new Registry();
+
   before(async () => {
-    ({ node } = await startNode());
+    ({ node } = await startNode({ registry }));
     conn = connect(node);
   });
 
@@ -38,6 +41,9 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
     assert.equal(await conn.getSlotLeader(), node.identity);
     const es = await conn.getEpochSchedule();
     assert.equal(es.slotsPerEpoch, info.slotsInEpoch);
+    const slotLine = registry.render().split('\n').find((l) => l.startsWith('meridian_localchain_slot '));
+    assert.ok(slotLine !== undefined);
+    assert.ok(Number(slotLine.split(' ')[1]) >= info.absoluteSlot);
   });
 
   it('produces slots on the clock, with blocks and a valid latest blockhash', async () => {
@@ -293,5 +299,38 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
     const r = await rpc(node.httpUrl, 'sendTransaction', [stale.serialize().toString('base64'), { encoding: 'base64' }]);
     assert.equal(r.error?.code, -32002);
     assert.equal(r.error?.message, 'Transaction simulation failed: Blockhash not found');
+  });
+  it('accepts a durable-nonce transaction (AdvanceNonceAccount first) whose blockhash is the stored nonce, once', async () => {
+    const payer = payerOf(node);
+    const nonce = Keypair.generate();
+    const rent = await conn.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
+    const create = new Transaction().add(...SystemProgram.createNonceAccount({ fromPubkey: payer.publicKey, noncePubkey: nonce.publicKey, authorizedPubkey: payer.publicKey, lamports: rent }).instructions);
+    await sendAndConfirmTransaction(conn, create, [payer, nonce], { commitment: 'confirmed' });
+    const before = await conn.getNonce(nonce.publicKey, 'confirmed');
+    assert.ok(before !== null);
+    // The stored nonce is no recent blockhash of the chain: only the nonce rule admits the transaction.
+    assert.equal((await conn.isBlockhashValid(before.nonce)).value, false);
+    const to = Keypair.generate().publicKey;
+    const tx = new Transaction().add(
+      SystemProgram.nonceAdvance({ noncePubkey: nonce.publicKey, authorizedPubkey: payer.publicKey }),
+      SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports: 4_000_000 }),
+    );
+    tx.recentBlockhash = before.nonce;
+    tx.feePayer = payer.publicKey;
+    tx.sign(payer);
+    const sig = await conn.sendRawTransaction(tx.serialize());
+    let status = null;
+    for (let i = 0; i < 100 && status?.confirmationStatus !== 'finalized'; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      status = (await conn.getSignatureStatuses([sig])).value[0] ?? null;
+    }
+    assert.ok(status !== null);
+    assert.equal(status.err, null);
+    assert.equal(await conn.getBalance(to), 4_000_000);
+    const after = await conn.getNonce(nonce.publicKey, 'confirmed');
+    assert.notEqual(after!.nonce, before.nonce);
+    // The same nonce again: no longer valid.
+    const again = await rpc(node.httpUrl, 'sendTransaction', [tx.serialize().toString('base64'), { encoding: 'base64' }]);
+    assert.equal(again.error?.code, -32002);
   });
 });

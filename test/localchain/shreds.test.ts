@@ -85,7 +85,13 @@ describe('local chain: shreds into the ingest pipeline', function () {
     });
     const seen = decoded();
     for (const s of sigs) {
-      const got = await rpc(node.httpUrl, 'getTransaction', [s, { commitment: 'confirmed' }]);
+      // Shreds leave mid-slot; getTransaction answers once the block is frozen.
+      let got = await rpc(node.httpUrl, 'getTransaction', [s, { commitment: 'confirmed' }]);
+      for (let i = 0; i < 100 && got.result === null; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        got = await rpc(node.httpUrl, 'getTransaction', [s, { commitment: 'confirmed' }]);
+      }
+      assert.ok(got.result !== null, `${s} confirmed`);
       assert.equal(got.result.slot, Number(seen.get(s)), `slot of ${s}`);
     }
     assert.ok(batches.every((b) => b.decode.ok), 'every batch decodes');

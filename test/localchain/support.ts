@@ -18,7 +18,8 @@ export function connect(node: LocalChain): Connection {
 
 /** web3.js reconnects its WebSocket forever; close it before the node goes away. */
 export function closeConnection(c: Connection): void {
-  const ws = (c as unknown as { _rpcWebSocket?: { close(): void } })._rpcWebSocket;
+  const ws = (c as unknown as { _rpcWebSocket?: { setAutoReconnect(on: boolean): void; close(): void } })._rpcWebSocket;
+  ws?.setAutoReconnect(false);
   ws?.close();
 }
 

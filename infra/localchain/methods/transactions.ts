@@ -8,7 +8,7 @@ import type { TxRecord } from '../ledger';
 import { invalidParams, RPC, RpcError } from '../rpc/errors';
 import { nodeError } from '../tx-error';
 import { config, isObj, oneOf, optBool, optU64, pubkey, required, signatureParam, typeName, u64, type Raw } from '../rpc/params';
-import { accountEncoding } from './accounts';
+import { accountEncoding } from './account-params';
 import { contextSlot, historicalCommitment, withContext, type Methods } from './common';
 
 // Submission, simulation, statuses and transaction history.
@@ -94,9 +94,9 @@ export function transactionMethods(chain: Chain): Methods {
     }
     const base = { accounts: null as unknown, fee: null as unknown, innerInstructions: null as unknown, loadedAccountsDataSize: 0, replacementBlockhash: replacement, returnData: null as unknown };
     const signature = bs58.encode(tx.signatures[0]!);
-    const early = !replace && !chain.blockhashValid(tx.recentBlockhash) ? nodeError('BlockhashNotFound') : chain.ledger.tx(signature) !== undefined ? nodeError('AlreadyProcessed') : null;
+    const early = !replace && !chain.lifetimeValid(tx) ? nodeError('BlockhashNotFound') : chain.ledger.tx(signature) !== undefined ? nodeError('AlreadyProcessed') : null;
     if (early !== null) return { value: { ...base, err: early.json, logs: [], unitsConsumed: 0 }, errText: early.text };
-    const sim = chain.simulate(raw, tx, sigVerify);
+    const sim = chain.simulate(raw, tx, sigVerify, addresses !== null);
     if (addresses !== null) {
       base.accounts = addresses.map((k) => {
         const post = sim.post.get(k.toString('hex'));

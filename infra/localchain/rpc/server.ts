@@ -120,7 +120,8 @@ export async function startRpcServer(methods: Methods, pubsub: PubSub, o: RpcSer
     req.on('end', () => {
       if (size > o.maxBodyBytes) return;
       const body = handleBody(Buffer.concat(chunks).toString('utf8'));
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(body);
+      // A known length keeps the response out of chunked encoding: headers and body leave in one write.
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
     });
     req.on('error', () => undefined);
   });
