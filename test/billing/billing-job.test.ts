@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,12 +8,11 @@ import { KafkaBus } from '../../bus/kafka';
 import { encodeUsageEvent, newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
 import { UsageProducer } from '../../bus/usage-producer';
 import { startBillingJob } from '../../infra/billing/job';
-import { mergeRows } from '../../infra/billing/ledger';
 import { loadAllLedgers } from '../../infra/billing/store';
 import { Registry } from '../../infra/metrics';
 import { kafkaBrokers, restartableBroker } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
-import { cliCommand } from '../support/paths';
+import { startBillingChild, totalsIn, type BillingChild } from './support';
 import { waitFor } from '../support/wait';
 
 // Billing on usage.events: totals equal, unit for unit, the weights of what was metered — across a broker
@@ -42,17 +40,6 @@ class Ledgerbook {
     for (const e of this.accepted) m.set(`${e.rental}|${e.method}`, (m.get(`${e.rental}|${e.method}`) ?? 0) + e.units);
     return m;
   }
-}
-
-function totalsIn(dirs: string[], tag: string): { byKey: Map<string, number>; events: number } {
-  const rows = mergeRows(dirs.flatMap((d) => loadAllLedgers(d))).filter((r) => r.rental.startsWith(`${tag}-`));
-  const byKey = new Map<string, number>();
-  let events = 0;
-  for (const r of rows) {
-    byKey.set(`${r.rental}|${r.method}`, (byKey.get(`${r.rental}|${r.method}`) ?? 0) + r.units);
-    events += r.events;
-  }
-  return { byKey, events };
 }
 
 async function topicWithPartitions(bus: Bus, name: string, partitions: number): Promise<void> {
@@ -85,10 +72,10 @@ describe('billing job on the embedded bus', () => {
       job = await startBillingJob(bus, { group: 'bill', outDir: dir, topic, log, registry: new Registry() });
       await job.ready;
       await produce(500);
-      await waitFor(() => totalsIn([dir], 'emb').events === 3_000, 20_000, 'all 3,000 events in the ledgers');
+      await waitFor(() => totalsIn([dir], 'emb-').events === 3_000, 20_000, 'all 3,000 events in the ledgers');
       assert.equal(await job.lag(), 0);
       await job.close();
-      const got = totalsIn([dir], 'emb');
+      const got = totalsIn([dir], 'emb-');
       assert.equal(got.byKey.size, book.expected().size);
       assert.deepEqual(got.byKey, book.expected());
       const report = JSON.parse(fs.readFileSync(path.join(dir, 'report.json'), 'utf8')) as { totals: { events: number } };
@@ -112,17 +99,7 @@ describe('billing job on Kafka', function () {
     const producer = new UsageProducer(bus, { topic, log, registry: new Registry(), retryMaxMs: 1_000, closeTimeoutMs: 120_000 });
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-kafka-'));
     const book = new Ledgerbook('fault');
-    const { cmd, args } = cliCommand();
-    let stderr = '';
-    const startJob = (): ChildProcess => {
-      const child = spawn(cmd, [...args, 'billing', 'run', '--group', 'billing-fault', '--out', dir, '--topic', topic], {
-        env: { ...process.env, KAFKA_BROKERS: broker.brokers.join(',') },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      return child;
-    };
-    const exited = (c: ChildProcess): Promise<number | null> => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code))));
+    const startJob = (): BillingChild => startBillingChild({ brokers: broker.brokers, group: 'billing-fault', outDir: dir, topic });
     const emit = async (n: number): Promise<void> => {
       for (let i = 0; i < n; i += 250) {
         for (let j = 0; j < Math.min(250, n - i); j++) producer.emit(book.next());
@@ -132,9 +109,9 @@ describe('billing job on Kafka', function () {
     let job = startJob();
     try {
       await emit(3_000);
-      await waitFor(() => totalsIn([dir], 'fault').events > 0, 120_000, 'the job to count something');
-      job.kill('SIGKILL');
-      await exited(job);
+      await waitFor(() => totalsIn([dir], 'fault-').events > 0, 120_000, 'the job to count something');
+      job.proc.kill('SIGKILL');
+      await job.exited();
       await emit(2_000);
       job = startJob();
       await emit(1_000);
@@ -145,22 +122,22 @@ describe('billing job on Kafka', function () {
       await emit(2_500);
       await producer.flush();
       assert.equal(book.accepted.length, 10_000);
-      await waitFor(() => totalsIn([dir], 'fault').events >= 10_000, 240_000, 'all 10,000 events in the ledgers').catch((e: Error) => {
-        throw new Error(`${e.message}; ledgers hold ${totalsIn([dir], 'fault').events}; job said: ${stderr.slice(-600)}`);
+      await waitFor(() => totalsIn([dir], 'fault-').events >= 10_000, 240_000, 'all 10,000 events in the ledgers').catch((e: Error) => {
+        throw new Error(`${e.message}; ledgers hold ${totalsIn([dir], 'fault-').events}; job said: ${job.stderr().slice(-600)}`);
       });
       await sleep(1_500); // nothing more may arrive: a late replay would show as a count above 10,000
-      const got = totalsIn([dir], 'fault');
+      const got = totalsIn([dir], 'fault-');
       assert.equal(got.events, 10_000);
       assert.deepEqual(got.byKey, book.expected());
       const units = [...book.expected().values()].reduce((a, b) => a + b, 0);
       assert.equal([...got.byKey.values()].reduce((a, b) => a + b, 0), units);
-      job.kill('SIGTERM');
-      assert.equal(await exited(job), 0, stderr);
-      assert.match(stderr, /billing: [\d,]+ events counted \([\d,]+\/s\), lag [\d,?]+/);
+      job.proc.kill('SIGTERM');
+      assert.equal(await job.exited(), 0, job.stderr());
+      assert.match(job.stderr(), /billing: [\d,]+ events counted \([\d,]+\/s\), lag [\d,?]+/);
       const report = JSON.parse(fs.readFileSync(path.join(dir, 'report.json'), 'utf8')) as { totals: { units: number } };
       assert.equal(report.totals.units, units);
     } finally {
-      job.kill('SIGKILL');
+      job.proc.kill('SIGKILL');
       await producer.close();
       await bus.close();
       await broker.destroy();
@@ -182,13 +159,13 @@ describe('billing job on Kafka', function () {
       await sleep(4_000); // both members joined and the group rebalanced (heartbeat 1 s)
       const records = Array.from({ length: 4_000 }, () => encodeUsageEvent(book.next()));
       for (let i = 0; i < records.length; i += 500) await bus.produce(topic, records.slice(i, i + 500));
-      await waitFor(() => totalsIn(dirs, 'pair').events >= 4_000, 120_000, 'both jobs to count all 4,000');
+      await waitFor(() => totalsIn(dirs, 'pair-').events >= 4_000, 120_000, 'both jobs to count all 4,000');
       const each = jobs.map((j) => j.stats().counted);
       assert.ok(each[0]! > 0 && each[1]! > 0, `each job counts a share: ${each.join(' + ')}`);
       assert.equal(each[0]! + each[1]!, 4_000);
       const per = dirs.map((d) => new Set(loadAllLedgers(d).filter((l) => l.counted > 0).map((l) => l.partition)));
       assert.deepEqual([...per[0]!].filter((p) => per[1]!.has(p)), [], 'no partition counted in both');
-      assert.deepEqual(totalsIn(dirs, 'pair').byKey, book.expected());
+      assert.deepEqual(totalsIn(dirs, 'pair-').byKey, book.expected());
     } finally {
       await Promise.all(jobs.map((j) => j.close()));
       await bus.close();
