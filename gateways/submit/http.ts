@@ -36,8 +36,8 @@ export interface SubmitHttp {
   close(): Promise<void>;
 }
 
-const TEXT = { 'content-type': 'text/plain; charset=utf-8' };
-const JSON_TYPE = { 'content-type': 'application/json' };
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json';
 
 /** The value of one query parameter, without building a URL object per request. */
 export function queryParam(url: string, name: string): string | null {
@@ -58,12 +58,35 @@ export function queryParam(url: string, name: string): string | null {
   return null;
 }
 
+/** With a Content-Length (not chunked): one write, and clients read a known length. */
+function send(res: http.ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
 function text(res: http.ServerResponse, status: number, body: string): void {
-  res.writeHead(status, TEXT).end(body);
+  send(res, status, TEXT, body);
 }
 
 function json(res: http.ServerResponse, a: Answer): void {
-  res.writeHead(a.status, JSON_TYPE).end(a.body);
+  send(res, a.status, JSON_TYPE, a.body);
+}
+
+/**
+ * Pipelined requests on one connection are answered within one event-loop turn; without corking, every answer
+ * is its own write syscall (on loopback the kernel also runs the receiver's side inside that call). Corking the
+ * socket until the turn ends sends them as one write. Cork/uncork nest, so Node's own corking still works.
+ */
+const CORKED = Symbol('corked');
+type CorkableSocket = NonNullable<http.IncomingMessage['socket']> & { [CORKED]?: boolean };
+
+function corkForThisTurn(socket: CorkableSocket): void {
+  if (socket[CORKED] === true) return;
+  socket[CORKED] = true;
+  socket.cork();
+  setImmediate(() => {
+    socket[CORKED] = false;
+    socket.uncork();
+  });
 }
 
 /** A body over its limit: the answer, and the connection is not kept (the rest of the body was not read). */
@@ -112,6 +135,7 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
   };
 
   const server = http.createServer({ keepAliveTimeout: opts.keepAliveTimeoutMs, requestTimeout: opts.requestTimeoutMs }, (req, res) => {
+    corkForThisTurn(req.socket);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
