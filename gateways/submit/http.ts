@@ -98,10 +98,9 @@ function tooLarge(res: http.ServerResponse, write: () => void): void {
 export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOptions): Promise<SubmitHttp> {
   const version = { 'solana-core': opts.version, 'feature-set': null };
 
-  const jsonRpc = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
-    const body = await readBody(req, JSONRPC_BODY_MAX);
-    if (!body.ok) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
-    const env = parseEnvelope(body.bytes);
+  const jsonRpc = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
+    if (body === null) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
+    const env = parseEnvelope(body);
     const id = env.id;
     if (pipeline.authorize(apiKey) === undefined) {
       const u = rejection('unauthorized');
@@ -111,27 +110,35 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     if (env.method === 'sendTransaction') {
       const p = parseSendParams(env.params);
       if (!p.ok) return json(res, errorAnswer(id, p.error));
-      const o = await pipeline.submit(p.preflight === undefined ? { apiKey, bytes: p.bytes, transport: 'jsonrpc' } : { apiKey, bytes: p.bytes, transport: 'jsonrpc', preflight: p.preflight });
-      return json(res, outcomeAnswer(id, o));
+      if (p.preflight === undefined) return json(res, outcomeAnswer(id, pipeline.submitNow({ apiKey, bytes: p.bytes, transport: 'jsonrpc' })));
+      pipeline.submit({ apiKey, bytes: p.bytes, transport: 'jsonrpc', preflight: p.preflight }).then(
+        (o) => json(res, outcomeAnswer(id, o)),
+        (err: unknown) => failed(res, err),
+      );
+      return;
     }
     if (env.method === 'getVersion') return json(res, resultAnswer(id, version));
     return json(res, errorAnswer(id, JSONRPC_ERRORS.methodNotFound));
   };
 
-  const binary = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
-    const body = await readBody(req, BINARY_BODY_MAX);
-    if (!body.ok) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
-    answerPlain(res, pipeline, apiKey, body.bytes, 'binary');
+  const binary = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
+    if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    answerPlain(res, pipeline, apiKey, body, 'binary');
   };
 
-  const plaintext = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
-    const body = await readBody(req, PLAINTEXT_BODY_MAX);
-    if (!body.ok) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
-    if (!isUtf8(body.bytes)) return text(res, HTTP_FRAMING.invalidUtf8.status, HTTP_FRAMING.invalidUtf8.text);
-    const tx = decodeBase64Strict(body.bytes.toString('utf8').trim());
+  const plaintext = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
+    if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    if (!isUtf8(body)) return text(res, HTTP_FRAMING.invalidUtf8.status, HTTP_FRAMING.invalidUtf8.text);
+    const tx = decodeBase64Strict(body.toString('utf8').trim());
     if (tx === null) return text(res, HTTP_FRAMING.invalidBase64.status, HTTP_FRAMING.invalidBase64.text);
     if (tx.length > MAX_TX_SZ) return text(res, HTTP_FRAMING.decodedTooLarge.status, HTTP_FRAMING.decodedTooLarge.text);
     answerPlain(res, pipeline, apiKey, tx, 'plaintext');
+  };
+
+  /** A bug, not a client error: answer 500 and keep serving. The error carries no request data. */
+  const failed = (res: http.ServerResponse, err: unknown): void => {
+    opts.log.error({ err }, 'submission request failed');
+    if (!res.headersSent) text(res, 500, 'internal error');
   };
 
   const server = http.createServer({ keepAliveTimeout: opts.keepAliveTimeoutMs, requestTimeout: opts.requestTimeoutMs }, (req, res) => {
@@ -146,10 +153,14 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     const route = path === '/' ? jsonRpc : path === '/binary' ? binary : path === '/plaintext' ? plaintext : null;
     if (route === null) return text(res, HTTP_FRAMING.notFound.status, HTTP_FRAMING.notFound.text);
     if (req.method !== 'POST') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
-    route(req, res, queryParam(url, 'api-key')).catch((err: unknown) => {
-      // A bug, not a client error: answer 500 and keep serving. The error carries no request data.
-      opts.log.error({ err }, 'submission request failed');
-      if (!res.headersSent) text(res, 500, 'internal error');
+    const limit = route === jsonRpc ? JSONRPC_BODY_MAX : route === binary ? BINARY_BODY_MAX : PLAINTEXT_BODY_MAX;
+    const apiKey = queryParam(url, 'api-key');
+    readBody(req, limit, (body) => {
+      try {
+        route(res, apiKey, body);
+      } catch (err) {
+        failed(res, err);
+      }
     });
   });
   server.maxConnections = opts.maxConnections;

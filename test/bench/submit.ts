@@ -269,6 +269,8 @@ export async function benchSubmit(): Promise<BenchResult[]> {
       });
     };
     const binReqs = txs.map((tx) => httpRequest('/binary', 'application/octet-stream', tx));
+    // Warm-up (not measured): JIT, key cache, connections; otherwise the first phase pays for it.
+    await httpLoad(ports.http, binReqs, 1);
     await phase('/binary accepted, per server core', () => httpLoad(ports.http, binReqs, SECONDS), 'binary', (r) => `${CONNECTIONS} keep-alive connections × ${WINDOW} pipelined; responses ${JSON.stringify(r)}`);
     const rpcReqs = txs.map((tx, i) => httpRequest('/', 'application/json', Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'sendTransaction', params: [bs58.encode(tx)] }))));
     await phase('JSON-RPC sendTransaction (base58) accepted, per server core', () => httpLoad(ports.http, rpcReqs, SECONDS), 'jsonrpc', (r) => `same load shape; responses ${JSON.stringify(r)}`);
