@@ -26,6 +26,8 @@ export interface HttpOptions {
   /** getVersion's `solana-core`. */
   version: string;
   maxConnections: number;
+  /** Open connections per client address at most (one client cannot take every slot). */
+  maxConnectionsPerIp: number;
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
   log: Log;
@@ -164,6 +166,21 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     });
   });
   server.maxConnections = opts.maxConnections;
+  const perIp = new Map<string, number>();
+  server.on('connection', (socket) => {
+    const ip = socket.remoteAddress ?? '';
+    const n = (perIp.get(ip) ?? 0) + 1;
+    if (n > opts.maxConnectionsPerIp) {
+      socket.destroy();
+      return;
+    }
+    perIp.set(ip, n);
+    socket.once('close', () => {
+      const left = (perIp.get(ip) ?? 1) - 1;
+      if (left <= 0) perIp.delete(ip);
+      else perIp.set(ip, left);
+    });
+  });
   server.headersTimeout = Math.min(opts.requestTimeoutMs, 60_000);
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
