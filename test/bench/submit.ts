@@ -34,8 +34,8 @@ import type { BenchResult } from './stats';
 const SECONDS = Number(process.env.BENCH_SUBMIT_SECONDS ?? 3);
 const TXS = 2_000;
 const PAYERS = 64;
-const CONNECTIONS = 4;
-const WINDOW = 32;
+const CONNECTIONS = Number(process.env.BENCH_SUBMIT_CONNECTIONS ?? 4);
+const WINDOW = Number(process.env.BENCH_SUBMIT_WINDOW ?? 32);
 const CHILD_ENV = 'MERIDIAN_SUBMIT_BENCH_CHILD';
 const TIPS_ENV = 'MERIDIAN_SUBMIT_BENCH_TIPS';
 const API_KEY = '5d0c0b7e-3f7e-4b1a-9d2c-6a1b2c3d4e5f';
@@ -254,6 +254,10 @@ export async function benchSubmit(): Promise<BenchResult[]> {
       const accepted = b[field] - a[field];
       const cpu = (b.cpuUs - a.cpuUs) / 1e6;
       const perCore = accepted / cpu;
+      const us = (rate: number): number => 1e6 / rate;
+      const kernelUs = us(perCore) * ((b.sysUs - a.sysUs) / 1e6 / cpu);
+      const split = `per accepted tx ${us(perCore).toFixed(0)} µs of server CPU = ed25519 ${us(bare).toFixed(0)} + rest of the pipeline ${(us(direct) - us(bare)).toFixed(0)}`
+        + ` + kernel (socket syscalls) ${kernelUs.toFixed(0)} + transport in user space (parsing, framing, answer, usage event, GC) ${(us(perCore) - us(direct) - kernelUs).toFixed(0)}`;
       results.push({
         bench: 'submit',
         case: name,
@@ -265,7 +269,7 @@ export async function benchSubmit(): Promise<BenchResult[]> {
           server_kernel_pct_of_cpu: Math.round(((b.sysUs - a.sysUs) / 1e6 / cpu) * 100),
           loadgen_cpu_pct: Math.round((loadCpu / wall) * 100),
         },
-        note: note(sent),
+        note: `${note(sent)}; ${split}`,
       });
     };
     const binReqs = txs.map((tx) => httpRequest('/binary', 'application/octet-stream', tx));
