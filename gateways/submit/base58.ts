@@ -5,6 +5,7 @@
 // Leading '1's are leading zero bytes, as usual. Results match the bs58 package (property-tested).
 
 const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+const ALPHABET_CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
 const DIGIT = new Int8Array(128).fill(-1);
 for (let i = 0; i < ALPHABET.length; i++) DIGIT[ALPHABET.charCodeAt(i)] = i;
 const CHUNK = 9;
@@ -45,18 +46,22 @@ export function encodeBase58(b: Uint8Array): string {
   let zeros = 0;
   while (zeros < n && b[zeros] === 0) zeros++;
   let x = zeros === n ? 0n : BigInt(`0x${Buffer.from(b.buffer, b.byteOffset + zeros, n - zeros).toString('hex')}`);
-  let s = '';
+  // Digits are written from the end of a byte buffer (no string concatenation per digit): at most
+  // ceil(8 / log2(58) × bytes) + one chunk of slack, plus the leading '1's.
+  const cap = Math.ceil((n - zeros) * 1.3657) + CHUNK;
+  const out = Buffer.allocUnsafe(zeros + cap);
+  let pos = out.length;
   while (x > 0n) {
     let chunk = Number(x % B58_9);
     x /= B58_9;
-    // Nine digits per chunk; the most significant chunk's leading '1's (zeros) are trimmed below.
     for (let k = 0; k < CHUNK; k++) {
       const q = Math.floor(chunk / 58);
-      s = ALPHABET[chunk - q * 58]! + s;
+      out[--pos] = ALPHABET_CODES[chunk - q * 58]!;
       chunk = q;
     }
   }
-  let lead = 0;
-  while (lead < s.length && s.charCodeAt(lead) === 0x31) lead++;
-  return '1'.repeat(zeros) + s.slice(lead);
+  // The most significant chunk was padded with '1' (zero) digits: drop them, then put back the real leading zeros.
+  while (pos < out.length && out[pos] === 0x31) pos++;
+  out.fill(0x31, pos - zeros, pos);
+  return out.toString('latin1', pos - zeros);
 }
