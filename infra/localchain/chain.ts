@@ -78,6 +78,8 @@ export class Chain extends EventEmitter<ChainEvents> {
   private poh: Poh;
   private slotStartMs = 0;
   private pending: Pending[] = [];
+  private txEntries = 0;
+  private maxPerEntry = 0;
   private working: TxRecord[] = [];
   private slotTimer: NodeJS.Timeout | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
@@ -174,8 +176,8 @@ export class Chain extends EventEmitter<ChainEvents> {
     return { ok: true, record };
   }
 
-  simulate(raw: Buffer, tx: TxFields, sigVerify: boolean): SimResult {
-    return this.bank.simulate(raw, tx, sigVerify);
+  simulate(raw: Buffer, tx: TxFields, sigVerify: boolean, accounts = true): SimResult {
+    return this.bank.simulate(raw, tx, sigVerify, accounts);
   }
 
   /** A real transfer from the faucet key, executed and recorded like any other transaction. */
@@ -209,6 +211,8 @@ export class Chain extends EventEmitter<ChainEvents> {
           i++;
         }
         entries.push(this.poh.record(group.map((r) => r.raw), group.flatMap((r) => r.tx.signatures)));
+        this.txEntries++;
+        this.maxPerEntry = Math.max(this.maxPerEntry, group.length);
       }
     };
     while (this.poh.ticks < due) {
@@ -240,13 +244,22 @@ export class Chain extends EventEmitter<ChainEvents> {
       previousBlockhash: prev?.blockhash ?? b58(this.genesisHash),
       blockTime: Math.floor(this.slotStartMs / 1000),
       txs: this.working,
+      stats: {
+        maxTransactionsPerEntry: this.maxPerEntry,
+        numFailedTransactions: this.working.filter((r) => r.meta.err !== null).length,
+        numSuccessfulTransactions: this.working.filter((r) => r.meta.err === null).length,
+        numTransactionEntries: this.txEntries,
+      },
     };
     this.ledger.freeze(block);
+    this.bank.pushSlotHash(block.slot, block.blockhash);
     this.emit('frozen', block);
     this.parent = this.slot;
     this.slot++;
     this.blockHeight++;
     this.working = [];
+    this.txEntries = 0;
+    this.maxPerEntry = 0;
     this.poh.ticks = 0;
     this.slotStartMs = Date.now();
     const epochStart = this.slotStartMs - (this.slot % this.p.slotsPerEpoch) * this.p.slotMs;

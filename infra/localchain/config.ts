@@ -37,7 +37,7 @@ export const LOCALCHAIN_DEFAULTS: Omit<LocalChainConfig, 'shredTo' | 'shredVersi
   port: 18899,
   slotMs: 400,
   ticksPerSlot: 64,
-  hashesPerTick: 32,
+  hashesPerTick: 8,
   slotsPerEpoch: 8192,
   entryBatchMs: 20,
   faucetLamports: 1_000_000n * 1_000_000_000n,

@@ -35,14 +35,18 @@ export function encodeAccountData(data: Uint8Array, enc: AccountEncoding, slice?
     case 'base64+zstd':
       throw invalidParams('base64+zstd is not supported by this node (use base64)');
     default:
-      // jsonParsed falls back to base64 for accounts no parser knows (this node knows none).
+      // jsonParsed falls back to base64 for accounts no parser knows.
       return [d.toString('base64'), 'base64'];
   }
 }
 
-export function encodeAccount(a: ChainAccount, enc: AccountEncoding, slice?: DataSlice): Record<string, unknown> {
+/** jsonParsed's parser: parsed data for accounts it knows (token accounts and mints), else null. */
+export type AccountParser = (owner: string, data: Uint8Array) => unknown;
+
+export function encodeAccount(a: ChainAccount, enc: AccountEncoding, slice?: DataSlice, parse?: AccountParser): Record<string, unknown> {
+  const parsed = enc === 'jsonParsed' && slice === undefined && parse !== undefined ? parse(bs58.encode(a.owner), a.data) : null;
   return {
-    data: encodeAccountData(a.data, enc, slice),
+    data: parsed ?? encodeAccountData(a.data, enc, slice),
     executable: a.executable,
     lamports: a.lamports <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(a.lamports) : a.lamports,
     owner: bs58.encode(a.owner),
@@ -146,9 +150,9 @@ export function encodeMeta(r: TxRecord, enc: TxEncoding, accountsOnly = false): 
     ...errStatus(m),
     fee: m.fee,
     postBalances: m.postBalances,
-    postTokenBalances: [],
+    postTokenBalances: m.postTokenBalances,
     preBalances: m.preBalances,
-    preTokenBalances: [],
+    preTokenBalances: m.preTokenBalances,
   };
   if (accountsOnly) return out;
   out.innerInstructions = innerJson(r, m.innerInstructions, enc === 'jsonParsed');

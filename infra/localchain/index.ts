@@ -1,12 +1,14 @@
 import bs58 from 'bs58';
 import { splitHostPort } from '../host-port';
 import type { Log } from '../log';
+import { metrics, type Gauge, type Registry } from '../metrics';
 import { Chain, shredVersionOf } from './chain';
 import { LOCALCHAIN_DEFAULTS, type LocalChainConfig } from './config';
 import { accountMethods } from './methods/accounts';
 import { blockMethods } from './methods/blocks';
 import { clusterMethods } from './methods/cluster';
 import type { Methods } from './methods/common';
+import { tokenMethods } from './methods/tokens';
 import { transactionMethods } from './methods/transactions';
 import { PubSub } from './pubsub';
 import { startRpcServer } from './rpc/server';
@@ -31,6 +33,8 @@ export interface LocalChainOptions extends Partial<Omit<LocalChainConfig, 'enabl
   /** Default: derived from the genesis hash (agave's compute_shred_version). */
   shredVersion?: number;
   log?: Log;
+  /** Where the node's gauges go (meridian_localchain_*); default the process registry. */
+  registry?: Registry;
   /** Initial balance of the demo payer; default 1,000,000 SOL. */
   faucetLamports?: bigint;
 }
@@ -47,7 +51,20 @@ export interface LocalChain {
   genesisHash: string;
   /** The working (processed) slot. */
   slot(): number;
+  /** Counters for logs, metrics and tests. */
+  stats(): LocalChainStats;
   close(): Promise<void>;
+}
+
+export interface LocalChainStats {
+  slot: number;
+  transactions: number;
+  shredsSent: number;
+  shredBatchesSent: number;
+  shredSendErrors: number;
+  wsConnections: number;
+  notificationsSent: number;
+  slowSubscribersClosed: number;
 }
 
 function urlHost(host: string): string {
@@ -84,7 +101,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
   });
   // The address getClusterNodes reports is only known once listening; the methods read it lazily.
   const addr = { rpc: '', shredVersion };
-  const methods: Methods = { ...clusterMethods(chain, addr), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain) };
+  const methods: Methods = { ...clusterMethods(chain, addr), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain), ...tokenMethods(chain) };
   chain.start();
   let server;
   try {
@@ -105,6 +122,13 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
   const hostPort = `${urlHost(host)}:${server.port}`;
   addr.rpc = hostPort;
   o.log?.info({ identity: chain.identityB58, port: server.port, slotMs: chain.p.slotMs, shredding: shredder !== null, shredVersion }, 'local chain node started');
+  const registry = o.registry ?? metrics;
+  const gauges: Gauge[] = [
+    registry.gauge('meridian_localchain_slot', 'Working slot of the local chain node', undefined, () => chain.slot),
+    registry.gauge('meridian_localchain_transactions_executed', 'Transactions the local chain executed into blocks', undefined, () => chain.transactionsTotal),
+    registry.gauge('meridian_localchain_shreds_sent', 'Shreds the local chain sent to its shredTo address', undefined, () => shredder?.shredsSent ?? 0),
+    registry.gauge('meridian_localchain_ws_connections', 'Open PubSub WebSocket connections of the local chain', undefined, () => pubsub.connections()),
+  ];
   let closing: Promise<void> | null = null;
   return {
     httpUrl: `http://${hostPort}`,
@@ -114,8 +138,19 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     shredVersion,
     genesisHash: bs58.encode(chain.genesisHash),
     slot: () => chain.slot,
+    stats: () => ({
+      slot: chain.slot,
+      transactions: chain.transactionsTotal,
+      shredsSent: shredder?.shredsSent ?? 0,
+      shredBatchesSent: shredder?.batchesSent ?? 0,
+      shredSendErrors: shredder?.errors ?? 0,
+      wsConnections: pubsub.connections(),
+      notificationsSent: pubsub.notificationsSent,
+      slowSubscribersClosed: pubsub.slowClosed,
+    }),
     close: () => {
       closing ??= (async () => {
+        for (const g of gauges) registry.remove(g);
         chain.close();
         await server.close();
         await shredder?.close();

@@ -32,6 +32,14 @@ export interface Block {
   /** Unix seconds. */
   blockTime: number;
   txs: TxRecord[];
+  /** What slotsUpdates' "frozen" notification reports. */
+  stats: { maxTransactionsPerEntry: number; numFailedTransactions: number; numSuccessfulTransactions: number; numTransactionEntries: number };
+}
+
+/** Append at the end, evict from the front by moving `head` (compacted now and then): no O(n) shift. */
+interface AddressList {
+  items: TxRecord[];
+  head: number;
 }
 
 export interface LedgerLimits {
@@ -44,7 +52,7 @@ export class Ledger {
   private readonly order: number[] = [];
   private head = 0;
   private readonly bySig = new Map<string, TxRecord>();
-  private readonly byAddress = new Map<string, TxRecord[]>();
+  private readonly byAddress = new Map<string, AddressList>();
   private readonly hashHeights = new Map<string, number>();
   private readonly hashOrder: string[] = [];
   private txCount = 0;
@@ -58,8 +66,8 @@ export class Ledger {
     this.txCount++;
     for (const k of r.keys) {
       let list = this.byAddress.get(k);
-      if (list === undefined) this.byAddress.set(k, (list = []));
-      if (list[list.length - 1] !== r) list.push(r);
+      if (list === undefined) this.byAddress.set(k, (list = { items: [], head: 0 }));
+      if (list.items[list.items.length - 1] !== r) list.items.push(r);
     }
   }
 
@@ -85,10 +93,14 @@ export class Ledger {
         this.txCount--;
         for (const k of r.keys) {
           const list = this.byAddress.get(k);
-          if (list === undefined) continue;
           // Oldest first, so the evicted record is at the front.
-          if (list[0] === r) list.shift();
-          if (list.length === 0) this.byAddress.delete(k);
+          if (list === undefined || list.items[list.head] !== r) continue;
+          list.head++;
+          if (list.head === list.items.length) this.byAddress.delete(k);
+          else if (list.head > 1024 && list.head * 2 > list.items.length) {
+            list.items.splice(0, list.head);
+            list.head = 0;
+          }
         }
       }
     }
@@ -120,9 +132,11 @@ export class Ledger {
     return this.bySig.get(signature);
   }
 
-  /** Newest first. */
-  forAddress(address: string): readonly TxRecord[] {
-    return this.byAddress.get(address) ?? [];
+  /** The address's transactions, newest first. */
+  *forAddress(address: string): Generator<TxRecord> {
+    const list = this.byAddress.get(address);
+    if (list === undefined) return;
+    for (let i = list.items.length - 1; i >= list.head; i--) yield list.items[i]!;
   }
 
   /** Block height at which the blockhash was made, or undefined when it is unknown or too old. */

@@ -1,11 +1,14 @@
 import bs58 from 'bs58';
 import type { WebSocket } from 'ws';
 import type { Chain } from './chain';
-import { ACCOUNT_ENCODINGS, encodeAccount, type AccountEncoding } from './encode';
+import { ACCOUNT_ENCODINGS, encodeAccount, type AccountEncoding, type AccountParser } from './encode';
+import { tokenParser } from './methods/tokens';
+import { compileFilters, type AccountFilter } from './methods/account-params';
+import { encodeBlock } from './methods/blocks';
 import type { Block, TxRecord } from './ledger';
 import { invalidParams, RPC, RpcError } from './rpc/errors';
 import { stringify } from './rpc/json';
-import { commitment, config, isObj, oneOf, optBool, pubkey, required, signatureParam, type Commitment } from './rpc/params';
+import { commitment, config, isObj, oneOf, optBool, pubkey, required, signatureParam, type Commitment, type Raw } from './rpc/params';
 import type { ChainAccount } from './svm';
 
 // WebSocket PubSub as agave serves it: <kind>Subscribe answers a subscription id, notifications arrive as
@@ -20,7 +23,7 @@ export interface PubSubLimits {
   maxBufferedBytes: number;
 }
 
-type Kind = 'slot' | 'root' | 'signature' | 'account' | 'logs';
+type Kind = 'slot' | 'root' | 'signature' | 'account' | 'logs' | 'program' | 'slotsUpdates' | 'block' | 'vote';
 
 interface Sub {
   id: number;
@@ -29,8 +32,14 @@ interface Sub {
   commitment: Commitment;
   key?: string;
   encoding?: AccountEncoding;
-  /** logs: null = every transaction; else the one mentioned address. */
+  /** logs and block: null = every transaction; else the one mentioned address. */
   mentions?: string | null;
+  /** signature: also notify "receivedSignature" when the transaction arrives. */
+  received?: boolean;
+  /** program: account filters (dataSize, memcmp). */
+  filters?: AccountFilter[];
+  /** block: the getBlock config the notification is encoded with. */
+  blockConfig?: Raw;
 }
 
 interface Conn {
@@ -45,7 +54,7 @@ export interface CallResult {
 }
 
 const EMPTY_ACCOUNT: ChainAccount = { lamports: 0n, data: new Uint8Array(0), owner: new Uint8Array(32), executable: false, rentEpoch: 0n };
-const KINDS: readonly Kind[] = ['slot', 'root', 'signature', 'account', 'logs'];
+const KINDS: readonly Kind[] = ['slot', 'root', 'signature', 'account', 'logs', 'program', 'slotsUpdates', 'block', 'vote'];
 
 export class PubSub {
   private nextId = 0;
@@ -53,19 +62,27 @@ export class PubSub {
   private readonly byKind = new Map<Kind, Set<Sub>>(KINDS.map((k) => [k, new Set<Sub>()]));
   private readonly bySignature = new Map<string, Set<Sub>>();
   private readonly byAccount = new Map<string, Set<Sub>>();
+  private readonly byProgram = new Map<string, Set<Sub>>();
   private readonly conns = new Set<Conn>();
   notificationsSent = 0;
   slowClosed = 0;
+  private readonly parseAccount: AccountParser;
 
   constructor(
     private readonly chain: Chain,
     private readonly limits: PubSubLimits,
   ) {
+    this.parseAccount = tokenParser(chain);
     chain.on('slot', (slot, parent, root) => {
       for (const s of this.byKind.get('slot')!) this.notify(s, { parent, root, slot });
       for (const s of this.byKind.get('root')!) this.notify(s, root);
+      for (const s of this.byKind.get('slotsUpdates')!) this.notify(s, { parent, slot, timestamp: Date.now(), type: 'createdBank' });
     });
-    chain.on('processed', (r) => this.onTransactions([r], 'processed', r.slot));
+    chain.on('processed', (r) => {
+      const sigSubs = this.bySignature.get(r.signature);
+      if (sigSubs !== undefined) for (const s of sigSubs) if (s.received === true) this.notify(s, { context: { slot: r.slot }, value: 'receivedSignature' });
+      this.onTransactions([r], 'processed', r.slot);
+    });
     chain.on('frozen', (b) => this.onFrozen(b));
   }
 
@@ -86,7 +103,7 @@ export class PubSub {
 
   /** A subscribe/unsubscribe call; throws RpcError (-32601 for anything else, as the PubSub port does). */
   call(c: Conn, method: string, params: unknown[]): CallResult {
-    const m = /^(slot|root|signature|account|logs)(Subscribe|Unsubscribe)$/.exec(method);
+    const m = /^(slotsUpdates|slot|root|signature|account|logs|program|block|vote)(Subscribe|Unsubscribe)$/.exec(method);
     if (m === null) throw new RpcError(RPC.methodNotFound.code, RPC.methodNotFound.message);
     const kind = m[1] as Kind;
     if (m[2] === 'Unsubscribe') {
@@ -107,12 +124,29 @@ export class PubSub {
 
   private parse(c: Conn, kind: Kind, params: unknown[]): Sub {
     const id = this.nextId++;
-    if (kind === 'slot' || kind === 'root') return { id, conn: c, kind, commitment: 'processed' };
+    if (kind === 'slot' || kind === 'root' || kind === 'slotsUpdates' || kind === 'vote') return { id, conn: c, kind, commitment: 'processed' };
     if (kind === 'signature') {
       const key = bs58.encode(signatureParam(required(params, 0, 'signature')));
       const cfg = config(params[1]);
-      optBool(cfg, 'enableReceivedNotification', false);
-      return { id, conn: c, kind, key, commitment: commitment(cfg) };
+      return { id, conn: c, kind, key, commitment: commitment(cfg), received: optBool(cfg, 'enableReceivedNotification', false) };
+    }
+    if (kind === 'program') {
+      const key = bs58.encode(pubkey(required(params, 0, 'program_id')));
+      const cfg = config(params[1]);
+      const filters = cfg.filters ?? [];
+      if (!Array.isArray(filters)) throw invalidParams('invalid type: expected a sequence of filters');
+      return { id, conn: c, kind, key, commitment: commitment(cfg), encoding: oneOf(cfg, 'encoding', ACCOUNT_ENCODINGS, 'binary'), filters: compileFilters(filters) };
+    }
+    if (kind === 'block') {
+      const filter = required(params, 0, 'filter');
+      const cfg = config(params[1]);
+      let mentions: string | null = null;
+      if (isObj(filter) && typeof filter.mentionsAccountOrProgram === 'string') mentions = bs58.encode(pubkey(filter.mentionsAccountOrProgram));
+      else if (filter !== 'all') throw invalidParams('unknown variant, expected `all` or {"mentionsAccountOrProgram": address}');
+      const level = commitment(cfg);
+      if (level === 'processed') throw invalidParams('Method does not support commitment below `confirmed`');
+      encodeBlock(null, cfg); // validate encoding, details and version up front
+      return { id, conn: c, kind, commitment: level, mentions, blockConfig: cfg };
     }
     if (kind === 'account') {
       const key = bs58.encode(pubkey(required(params, 0, 'pubkey')));
@@ -136,6 +170,7 @@ export class PubSub {
     this.total++;
     if (s.kind === 'signature') this.index(this.bySignature, s.key!).add(s);
     else if (s.kind === 'account') this.index(this.byAccount, s.key!).add(s);
+    else if (s.kind === 'program') this.index(this.byProgram, s.key!).add(s);
     else this.byKind.get(s.kind)!.add(s);
   }
 
@@ -148,7 +183,7 @@ export class PubSub {
   private remove(s: Sub): void {
     if (!s.conn.subs.delete(s.id)) return;
     this.total--;
-    const m = s.kind === 'signature' ? this.bySignature : s.kind === 'account' ? this.byAccount : null;
+    const m = s.kind === 'signature' ? this.bySignature : s.kind === 'account' ? this.byAccount : s.kind === 'program' ? this.byProgram : null;
     if (m === null) {
       this.byKind.get(s.kind)!.delete(s);
       return;
@@ -183,25 +218,51 @@ export class PubSub {
         for (const s of logs) if (this.wants(s, level) && (s.mentions === null || r.keys.includes(s.mentions!))) this.notify(s, { context: { slot }, value });
       }
     }
-    if (this.byAccount.size === 0) return;
+    if (this.byAccount.size === 0 && this.byProgram.size === 0) return;
     const written = new Set<string>();
-    for (const r of rs) r.keys.forEach((k, i) => { if (r.writable[i] === true && this.byAccount.has(k)) written.add(k); });
+    for (const r of rs) r.keys.forEach((k, i) => { if (r.writable[i] === true) written.add(k); });
     for (const k of written) {
-      const subs = [...this.byAccount.get(k)!].filter((s) => this.wants(s, level));
-      if (subs.length === 0) continue;
+      const subs = this.byAccount.get(k);
+      const wanted = subs === undefined ? [] : [...subs].filter((s) => this.wants(s, level));
+      if (wanted.length === 0 && this.byProgram.size === 0) continue;
       const a = this.chain.bank.account(Buffer.from(bs58.decode(k))) ?? EMPTY_ACCOUNT;
-      for (const s of subs) {
-        try {
-          this.notify(s, { context: { slot }, value: encodeAccount(a, s.encoding!) });
-        } catch {
-          // An encoding this account cannot take (base58 over 128 bytes): agave skips the notification too.
-        }
+      for (const s of wanted) this.notifyAccount(s, { context: { slot }, value: () => encodeAccount(a, s.encoding!, undefined, this.parseAccount) });
+      const owners = this.byProgram.get(bs58.encode(a.owner));
+      if (owners === undefined) continue;
+      for (const s of owners) {
+        if (this.wants(s, level) && s.filters!.every((f) => f(a))) this.notifyAccount(s, { context: { slot }, value: () => ({ account: encodeAccount(a, s.encoding!, undefined, this.parseAccount), pubkey: k }) });
       }
     }
   }
 
+  /** An encoding this account cannot take (base58 over 128 bytes) skips the notification, as agave does. */
+  private notifyAccount(s: Sub, r: { context: { slot: number }; value: () => unknown }): void {
+    let value: unknown;
+    try {
+      value = r.value();
+    } catch {
+      return;
+    }
+    this.notify(s, { context: r.context, value });
+  }
+
   private onFrozen(b: Block): void {
     this.onTransactions(b.txs, 'frozen', b.slot);
+    const now = Date.now();
+    for (const s of this.byKind.get('slotsUpdates')!) {
+      this.notify(s, { slot: b.slot, stats: b.stats, timestamp: now, type: 'frozen' });
+      this.notify(s, { slot: b.slot, timestamp: now, type: 'root' });
+    }
+    for (const s of this.byKind.get('block')!) {
+      if (s.mentions !== null && !b.txs.some((r) => r.keys.includes(s.mentions!))) continue;
+      let value: unknown;
+      try {
+        value = { block: encodeBlock(b, s.blockConfig!), err: null, slot: b.slot };
+      } catch (e) {
+        value = { block: null, err: e instanceof Error ? e.message : 'error', slot: b.slot };
+      }
+      this.notify(s, { context: { slot: b.slot }, value });
+    }
   }
 
   private notify(s: Sub, result: unknown): void {

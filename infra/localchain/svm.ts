@@ -1,6 +1,8 @@
-import { Account, Clock, EpochSchedule, FailedTransactionMetadata, LiteSvm, type InnerInstruction, type TransactionMetadata } from 'litesvm/dist/internal';
+import { Account, Clock, EpochSchedule, FailedTransactionMetadata, LiteSvm, type InnerInstruction, type SlotHashInput, type TransactionMetadata } from 'litesvm/dist/internal';
 import type { TxFields } from '../../proto/tx-fields';
+import bs58 from 'bs58';
 import { feeOf } from './fees';
+import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, isTokenProgram, readMint, readTokenAccount, uiAmount } from './token';
 import { txError, type TxError } from './tx-error';
 
 // The bank: litesvm executes; this adds what a validator's bank reports around execution (balances before and
@@ -29,7 +31,18 @@ export interface ExecMeta {
   computeUnitPrice: number;
   preBalances: number[];
   postBalances: number[];
+  /** Token balances of the token accounts among the keys (only looked at when a token program is a key). */
+  preTokenBalances: TokenBalance[];
+  postTokenBalances: TokenBalance[];
   loaded: { writable: Buffer[]; readonly: Buffer[] };
+}
+
+export interface TokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner: string;
+  programId: string;
+  uiTokenAmount: ReturnType<typeof uiAmount>;
 }
 
 export interface SimResult extends ExecMeta {
@@ -49,8 +62,16 @@ function num(v: bigint | null): number {
   return v === null ? 0 : Number(v);
 }
 
+const TOKEN_PROGRAMS = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map((k) => Buffer.from(bs58.decode(k)).toString('hex')));
+
+/** Rent-exempt accounts carry rent_epoch u64::MAX on current clusters. */
+const RENT_EXEMPT_EPOCH = 2n ** 64n - 1n;
+/** agave's MAX_ENTRIES of the SlotHashes sysvar. */
+const MAX_SLOT_HASHES = 512;
+
 export class Bank {
   readonly svm: LiteSvm;
+  private readonly slotHashes: SlotHashInput[] = [];
 
   constructor(slotsPerEpoch: number) {
     this.svm = new LiteSvm();
@@ -65,7 +86,14 @@ export class Bank {
   }
 
   fund(pubkey: Buffer, lamports: bigint): void {
-    this.svm.setAccount(pubkey, new Account(lamports, new Uint8Array(0), new Uint8Array(32), false, 0n));
+    this.svm.setAccount(pubkey, new Account(lamports, new Uint8Array(0), new Uint8Array(32), false, RENT_EXEMPT_EPOCH));
+  }
+
+  /** The SlotHashes sysvar, newest first (address lookup tables check their recent slot against it). */
+  pushSlotHash(slot: number, blockhash: string): void {
+    this.slotHashes.unshift({ slot: BigInt(slot), hash: blockhash });
+    if (this.slotHashes.length > MAX_SLOT_HASHES) this.slotHashes.pop();
+    this.svm.setSlotHashes(this.slotHashes);
   }
 
   account(pubkey: Uint8Array): ChainAccount | null {
@@ -109,17 +137,37 @@ export class Bank {
     return { writable, readonly };
   }
 
-  private run(raw: Uint8Array, tx: TxFields, simulate: boolean): { r: TransactionMetadata | FailedTransactionMetadata | null; sim: SimResult } {
+  private tokenBalances(keys: Buffer[], read: (k: Buffer) => Account | null): TokenBalance[] {
+    const out: TokenBalance[] = [];
+    keys.forEach((k, accountIndex) => {
+      const a = read(k);
+      if (a === null) return;
+      const programId = bs58.encode(a.owner());
+      if (!isTokenProgram(programId)) return;
+      const t = readTokenAccount(a.data());
+      if (t === null) return;
+      const mint = this.svm.getAccount(Buffer.from(bs58.decode(t.mint)));
+      const decimals = mint === null ? null : readMint(mint.data())?.decimals ?? null;
+      if (decimals === null) return;
+      out.push({ accountIndex, mint: t.mint, owner: t.owner, programId, uiTokenAmount: uiAmount(t.amount, decimals) });
+    });
+    return out;
+  }
+
+  /** `balances` false (a preflight): skip what only a recorded transaction or returned accounts need. */
+  private run(raw: Uint8Array, tx: TxFields, simulate: boolean, balances = true): { r: TransactionMetadata | FailedTransactionMetadata | null; sim: SimResult } {
     const loaded = this.loadedAddresses(tx);
     const keys = [...tx.accountKeys, ...loaded.writable, ...loaded.readonly];
-    const preBalances = keys.map((k) => num(this.svm.getBalance(k)));
+    const preBalances = balances ? keys.map((k) => num(this.svm.getBalance(k))) : [];
+    const tokens = balances && keys.some((k) => TOKEN_PROGRAMS.has(k.toString('hex')));
+    const preTokenBalances = tokens ? this.tokenBalances(keys, (k) => this.svm.getAccount(k)) : [];
     let out: TransactionMetadata | FailedTransactionMetadata;
     const post = new Map<string, Account>();
     if (simulate) {
       const s = tx.versioned === true ? this.svm.simulateVersionedTransaction(raw) : this.svm.simulateLegacyTransaction(raw);
       if (s instanceof FailedTransactionMetadata) out = s;
       else {
-        for (const a of s.postAccounts()) post.set(Buffer.from(a.address).toString('hex'), a.account());
+        if (balances) for (const a of s.postAccounts()) post.set(Buffer.from(a.address).toString('hex'), a.account());
         out = s.meta();
       }
     } else {
@@ -128,8 +176,10 @@ export class Bank {
     const meta: TransactionMetadata = out instanceof FailedTransactionMetadata ? out.meta() : out;
     let err = out instanceof FailedTransactionMetadata ? txError(out) : null;
     let postBalances: number[];
-    if (simulate) postBalances = keys.map((k, i) => { const a = post.get(k.toString('hex')); return a === undefined ? preBalances[i]! : Number(a.lamports()); });
+    if (!balances) postBalances = [];
+    else if (simulate) postBalances = keys.map((k, i) => { const a = post.get(k.toString('hex')); return a === undefined ? preBalances[i]! : Number(a.lamports()); });
     else postBalances = keys.map((k) => num(this.svm.getBalance(k)));
+    const postTokenBalances = !tokens ? [] : this.tokenBalances(keys, (k) => (simulate ? post.get(k.toString('hex')) ?? this.svm.getAccount(k) : this.svm.getAccount(k)));
     const fees = feeOf(tx);
     let fee = fees.fee;
     if (err !== null && !simulate) {
@@ -154,6 +204,8 @@ export class Bank {
       computeUnitPrice: fees.computeUnitPrice,
       preBalances,
       postBalances,
+      preTokenBalances,
+      postTokenBalances,
       loaded,
       post,
     };
@@ -165,11 +217,12 @@ export class Bank {
     return this.run(raw, tx, false).sim;
   }
 
-  simulate(raw: Uint8Array, tx: TxFields, sigVerify: boolean): SimResult {
+  /** `accounts` false: the result has no post-state (no post map, no balances), as a preflight needs. */
+  simulate(raw: Uint8Array, tx: TxFields, sigVerify: boolean, accounts = true): SimResult {
     const before = this.svm.getSigverify();
     this.svm.setSigverify(sigVerify);
     try {
-      return this.run(raw, tx, true).sim;
+      return this.run(raw, tx, true, accounts).sim;
     } finally {
       this.svm.setSigverify(before);
     }

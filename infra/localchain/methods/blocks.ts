@@ -12,10 +12,13 @@ import { contextSlot, historicalCommitment, withContext, type Methods } from './
 const MAX_SLOT_RANGE = 500_000;
 const DETAILS = ['full', 'accounts', 'signatures', 'none'] as const;
 
-function encodeBlock(b: Block, cfg: Record<string, unknown>): Record<string, unknown> {
+/** A block as getBlock (and blockNotification) returns it; null validates the config alone. */
+export function encodeBlock(b: Block | null, cfg: Record<string, unknown>): Record<string, unknown> {
   const enc = oneOf(cfg, 'encoding', TX_ENCODINGS, 'json');
   const details = oneOf(cfg, 'transactionDetails', DETAILS, 'full');
   const max = optU64(cfg, 'maxSupportedTransactionVersion');
+  const rewards = optBool(cfg, 'rewards', true) && optBool(cfg, 'showRewards', true);
+  if (b === null) return {};
   const out: Record<string, unknown> = {
     blockHeight: b.blockHeight,
     blockTime: b.blockTime,
@@ -23,7 +26,7 @@ function encodeBlock(b: Block, cfg: Record<string, unknown>): Record<string, unk
     parentSlot: b.parentSlot,
     previousBlockhash: b.previousBlockhash,
   };
-  if (optBool(cfg, 'rewards', true)) out.rewards = [];
+  if (rewards) out.rewards = [];
   if (details === 'full') out.transactions = b.txs.map((r) => encodeTxWithMeta(r, enc, max));
   else if (details === 'accounts') out.transactions = b.txs.map((r) => encodeTxAccounts(r, max));
   else if (details === 'signatures') out.signatures = b.txs.map((r) => r.signature);

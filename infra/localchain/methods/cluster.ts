@@ -1,6 +1,6 @@
 import bs58 from 'bs58';
 import type { Chain } from '../chain';
-import { invalidParams } from '../rpc/errors';
+import { invalidParams, RpcError } from '../rpc/errors';
 import { commitment, config, isObj, pubkey, required, u64 } from '../rpc/params';
 import { contextSlot, FEATURE_SET, NODE_VERSION, slotAt, withContext, type Methods } from './common';
 
@@ -8,6 +8,7 @@ import { contextSlot, FEATURE_SET, NODE_VERSION, slotAt, withContext, type Metho
 // slot: what ingest's `rpc` leader mode reads to check shred signatures).
 
 const MAX_SLOT_LEADERS = 5000;
+const MAX_PERFORMANCE_SAMPLES = 720;
 
 export interface NodeAddress {
   rpc: string;
@@ -96,5 +97,32 @@ export function clusterMethods(chain: Chain, addr: NodeAddress): Methods {
     getMaxRetransmitSlot: () => chain.slot,
     getMaxShredInsertSlot: () => chain.slot,
     getStakeMinimumDelegation: (p) => withContext(contextSlot(chain, config(p[0])), 1_000_000_000),
+    getHighestSnapshotSlot: () => {
+      throw new RpcError(-32008, 'No snapshot');
+    },
+    getRecentPerformanceSamples: (p) => {
+      const limit = p[0] === undefined ? MAX_PERFORMANCE_SAMPLES : u64(p[0], 'limit');
+      if (limit > MAX_PERFORMANCE_SAMPLES) throw invalidParams(`Invalid limit; max ${MAX_PERFORMANCE_SAMPLES}`);
+      // One sample per minute of the blocks held, newest first (agave samples every 60 s).
+      const byMinute = new Map<number, { slot: number; numSlots: number; numTransactions: number }>();
+      for (const b of chain.ledger.recentBlocks(Number.MAX_SAFE_INTEGER)) {
+        const m = Math.floor(b.blockTime / 60);
+        const s = byMinute.get(m) ?? { slot: b.slot, numSlots: 0, numTransactions: 0 };
+        s.slot = b.slot;
+        s.numSlots++;
+        s.numTransactions += b.txs.length;
+        byMinute.set(m, s);
+      }
+      return [...byMinute.values()].reverse().slice(0, limit).map((s) => ({ ...s, numNonVoteTransactions: s.numTransactions, samplePeriodSecs: 60 }));
+    },
+    getInflationGovernor: () => ({ foundation: 0.05, foundationTerm: 7, initial: 0.08, taper: 0.15, terminal: 0.015 }),
+    getInflationRate: () => ({ epoch: epochOf(chain.slot), foundation: 0, total: 0, validator: 0 }),
+    getInflationReward: (p) => {
+      const keys = required(p, 0, 'addresses');
+      if (!Array.isArray(keys)) throw invalidParams('invalid type: expected a sequence of pubkeys');
+      keys.forEach(pubkey);
+      // No stake, no vote accounts: nobody is rewarded.
+      return keys.map(() => null);
+    },
   };
 }

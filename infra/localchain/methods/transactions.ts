@@ -8,7 +8,7 @@ import type { TxRecord } from '../ledger';
 import { invalidParams, RPC, RpcError } from '../rpc/errors';
 import { nodeError } from '../tx-error';
 import { config, isObj, oneOf, optBool, optU64, pubkey, required, signatureParam, typeName, u64, type Raw } from '../rpc/params';
-import { accountEncoding } from './accounts';
+import { accountEncoding } from './account-params';
 import { contextSlot, historicalCommitment, withContext, type Methods } from './common';
 
 // Submission, simulation, statuses and transaction history.
@@ -96,7 +96,7 @@ export function transactionMethods(chain: Chain): Methods {
     const signature = bs58.encode(tx.signatures[0]!);
     const early = !replace && !chain.blockhashValid(tx.recentBlockhash) ? nodeError('BlockhashNotFound') : chain.ledger.tx(signature) !== undefined ? nodeError('AlreadyProcessed') : null;
     if (early !== null) return { value: { ...base, err: early.json, logs: [], unitsConsumed: 0 }, errText: early.text };
-    const sim = chain.simulate(raw, tx, sigVerify);
+    const sim = chain.simulate(raw, tx, sigVerify, addresses !== null);
     if (addresses !== null) {
       base.accounts = addresses.map((k) => {
         const post = sim.post.get(k.toString('hex'));
@@ -172,11 +172,10 @@ export function transactionMethods(chain: Chain): Methods {
       if (limit < 1 || limit > MAX_SIGNATURES_LIMIT) throw invalidParams(`Invalid limit; max ${MAX_SIGNATURES_LIMIT}`);
       const before = cfg.before === undefined || cfg.before === null ? null : bs58.encode(signatureParam(cfg.before));
       const until = cfg.until === undefined || cfg.until === null ? null : bs58.encode(signatureParam(cfg.until));
-      const list = chain.ledger.forAddress(addr);
       const out: unknown[] = [];
       let started = before === null;
-      for (let i = list.length - 1; i >= 0 && out.length < limit; i--) {
-        const r = list[i]!;
+      for (const r of chain.ledger.forAddress(addr)) {
+        if (out.length >= limit) break;
         if (!r.frozen) continue;
         if (!started) {
           if (r.signature === before) started = true;
