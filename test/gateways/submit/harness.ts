@@ -1,3 +1,4 @@
+import type { Bus } from '../../../bus/bus';
 import { EmbeddedBus } from '../../../bus/embedded';
 import { defaultTopicSpecs } from '../../../bus/topics';
 import type { Rental } from '../../../bus/topics/rentals';
@@ -13,7 +14,7 @@ import { MIN_TIP, registry, rental, TIP_ACCOUNTS } from './support';
 
 export interface Harness {
   service: SubmitService;
-  bus: EmbeddedBus;
+  bus: Bus;
   rental: Rental;
   key: string;
   base: string;
@@ -23,14 +24,14 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(o: { upstreams: string[]; rental?: Partial<Rental>; config?: Record<string, unknown>; forwarder?: Forwarder; bus?: EmbeddedBus }): Promise<Harness> {
+export async function startHarness(o: { upstreams: string[]; rental?: Partial<Rental>; config?: Record<string, unknown>; forwarder?: Forwarder; bus?: Bus; usageTopic?: string }): Promise<Harness> {
   const ownBus = o.bus === undefined;
-  const bus = o.bus ?? new EmbeddedBus();
+  const bus: Bus = o.bus ?? new EmbeddedBus();
   if (ownBus) await bus.createTopics(defaultTopicSpecs());
   const r = rental(o.rental);
   const { log, lines } = quietLog('debug');
   const reg = new Registry();
-  const usage = new UsageProducer(bus, { registry: reg, log });
+  const usage = new UsageProducer(bus, { registry: reg, log, closeTimeoutMs: 5_000, ...(o.usageTopic === undefined ? {} : { topic: o.usageTopic }) });
   const cfg: SubmitConfig = parseSubmitConfig({
     enabled: true,
     listen: '127.0.0.1:0',
