@@ -37,7 +37,7 @@ describe('submit forwarding', () => {
       assert.equal(r.text.length > 80, true);
       await waitFor(() => h.service.pipeline.metrics.forwardErrors.value === 1, 5000, 'the forward error metric');
       assert.ok(h.logLines.some((l) => l.includes('forward to upstream failed')));
-      assert.equal(h.logLines.some((l) => l.includes(`127.0.0.1:${port}`) || l.includes("http://")), false, "the target address is not logged");
+      assert.equal(h.logLines.some((l) => l.includes(`127.0.0.1:${port}`) || l.includes('http://')), false, 'the target address is not logged');
     } finally {
       await h.close();
     }
