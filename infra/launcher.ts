@@ -8,6 +8,7 @@ import type { Config } from './config';
 import { metrics, serveMetrics } from './metrics';
 import { registerSecret, type Log } from './log';
 import type { SubmitService } from '../gateways/submit/service';
+import { rejectionMessage } from '../gateways/submit/rejections';
 import { startDemoTraffic } from './demo/traffic';
 import { startSubmit } from '../gateways/submit/service';
 import { UsageProducer } from '../bus/usage-producer';
@@ -109,6 +110,8 @@ async function startSubmitComponent(cfg: Config, bus: Bus, rentals: RentalRegist
   submit: { http: string; udp?: string };
   demo: { apiKey?: string; tipAccounts: string[]; minTipLamports: number };
   service: SubmitService;
+  /** Sends a locally made signed transaction through the pipeline (demo traffic; it must carry the tip). */
+  send?: (tx: Buffer) => Promise<void>;
 }> {
   const c = cfg.submit;
   const upstreams = c.forwardUrls.length > 0 ? c.forwardUrls : chainHttpUrl !== undefined ? [chainHttpUrl] : [];
@@ -119,9 +122,14 @@ async function startSubmitComponent(cfg: Config, bus: Bus, rentals: RentalRegist
   onStop(() => service.close());
   const hp = (a: { host: string; port: number }): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
   const apiKey = rentals.byIp('127.0.0.1')?.apiKeys[0];
+  const send = apiKey === undefined ? undefined : async (tx: Buffer): Promise<void> => {
+    const o = service.pipeline.submitNow({ apiKey, bytes: tx, transport: 'binary' });
+    if (!o.ok) throw new Error(`submission rejected: ${rejectionMessage(o.reason, o.detail)}`);
+  };
   return {
     submit: { http: `http://${hp(service.http)}`, ...(service.udp === undefined ? {} : { udp: hp(service.udp) }) },
     demo: { ...(apiKey === undefined ? {} : { apiKey }), tipAccounts: c.tips.accounts, minTipLamports: c.tips.minLamports },
     service,
+    ...(send === undefined ? {} : { send }),
   };
 }
