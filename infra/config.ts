@@ -8,6 +8,7 @@ import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingCon
 import { parseRentalsConfig, type RentalsConfig } from './rentals-source';
 import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
 import { parseEvmConfig, type EvmGatewayConfig } from '../gateways/evm/config';
+import { parseSubmitConfig, type SubmitConfig } from '../gateways/submit/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -42,7 +43,7 @@ export interface Config {
   rentals: RentalsConfig;
   admin: AdminConfig;
   billing: BillingConfig;
-  gateways: { rpc: RpcGatewayConfig; evm: EvmGatewayConfig };
+  gateways: { rpc: RpcGatewayConfig; evm: EvmGatewayConfig; submit: SubmitConfig };
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -92,6 +93,7 @@ export function parseConfig(raw: unknown): Config {
     gateways: {
       rpc: parseRpcGatewayConfig({ enabled: false, ...section(section(o.gateways, 'gateways').rpc, 'gateways.rpc') }),
       evm: parseEvmConfig(section(o.gateways, 'gateways').evm),
+      submit: parseSubmitConfig(section(o.gateways, 'gateways').submit),
     },
   };
 }

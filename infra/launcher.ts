@@ -1,3 +1,4 @@
+import bs58 from 'bs58';
 import dgram from 'node:dgram';
 import type { Server } from 'node:http';
 import type { Bus } from '../bus/bus';
@@ -16,11 +17,14 @@ import { chainRpc } from './chain-rpc';
 import type { Config } from './config';
 import { asListenError } from './config-read';
 import { startDemoTraffic, type SendTx } from './demo/traffic';
+import type { Tip } from './demo/transfers';
 import type { Endpoints } from './endpoints';
 import { startLocalChain, type LocalChain } from './localchain';
 import { metrics, serveMetrics } from './metrics';
 import type { Log } from './log';
 import { openRentals } from './rentals-source';
+import { startSubmit, type SubmitService } from '../gateways/submit/service';
+import { rejectionMessage } from '../gateways/submit/rejections';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
 //
@@ -52,6 +56,10 @@ interface Launch {
    * that should carry them instead (the submission service) replaces it.
    */
   send?: SendTx;
+  /** Paid in every locally made transaction once `send` goes through the submission service. */
+  tip?: Tip;
+  /** The submission service, when it runs (its QUIC transport feeds the same pipeline). */
+  submit?: SubmitService;
   /** The one usage-event producer of this process (its metrics are process-wide), made by the first surface that meters. */
   usage?: UsageProducer;
 }
@@ -79,6 +87,7 @@ const COMPONENTS: Component[] = [
   { name: 'ingest', start: startIngestComponent },
   { name: 'fanout', start: startFanoutComponent, listenKey: 'fanout.listen' },
   // Surfaces add their block here (rpc, submit, evm, …): each adds its own endpoint keys.
+  { name: 'submit', start: startSubmitComponent },
   { name: 'rpc', start: startRpcComponent },
   { name: 'evm', start: startEvmComponent },
   { name: 'demo', start: startDemoComponent }, // last: it sends through whatever `send` the blocks above chose
@@ -199,6 +208,29 @@ async function startEvmComponent(l: Launch): Promise<void> {
   l.endpoints.evm = Object.fromEntries(gw.chains.map((c) => [String(c.chainId), { http: c.http, ws: c.ws }]));
 }
 
+// --- submit: the submission service (HTTP, UDP) forwarding to the configured targets or the local chain node.
+// Once it runs, locally made transactions (demo traffic) go through it, paying its tip, like a customer's.
+async function startSubmitComponent(l: Launch): Promise<void> {
+  const c = l.cfg.gateways.submit;
+  if (!c.enabled) return;
+  const local = l.chain === undefined ? [] : [l.chain.httpUrl];
+  if (c.forwardUrls.length === 0 && local.length === 0) throw new Error('gateways.submit: no forward target (set gateways.submit.forwardUrls, or run the local chain node)');
+  const service = await startSubmit(c, { bus: l.bus, rentals: l.rentals, usage: usageProducer(l), log: l.log.child({ component: 'submit' }), defaultUpstreams: local });
+  l.onStop(() => service.close());
+  l.submit = service;
+  l.endpoints.submit = { http: `http://${joinHostPort(service.http.host, service.http.port)}`, ...(service.udp === undefined ? {} : { udp: joinHostPort(service.udp.host, service.udp.port) }) };
+  const apiKey = l.rentals.byIp('127.0.0.1')?.apiKeys[0];
+  l.endpoints.demo = { ...l.endpoints.demo, ...(apiKey === undefined ? {} : { apiKey }), tipAccounts: c.tips.accounts, minTipLamports: c.tips.minLamports };
+  const tipAccount = c.tips.accounts[0];
+  if (apiKey !== undefined && tipAccount !== undefined) {
+    l.tip = { account: Buffer.from(bs58.decode(tipAccount)), lamports: BigInt(c.tips.minLamports) };
+    l.send = async (tx) => {
+      const o = service.pipeline.submitNow({ apiKey, bytes: tx, transport: 'binary' });
+      if (!o.ok) throw new Error(`submission rejected: ${rejectionMessage(o.reason, o.detail)}`);
+    };
+  }
+}
+
 // --- demo: signed transfers on the local chain, plus the local credentials newcomers and tests use.
 async function startDemoComponent(l: Launch): Promise<void> {
   const chain = l.chain;
@@ -212,7 +244,7 @@ async function startDemoComponent(l: Launch): Promise<void> {
   }
   if (!l.cfg.demo.enabled) return;
   if (chain === undefined || l.send === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
-  const demo = await startDemoTraffic(l.cfg.demo, { call: chainRpc(chain.httpUrl), send: l.send, payerSecretKey: chain.payer }, l.log.child({ component: 'demo' }));
+  const demo = await startDemoTraffic(l.cfg.demo, { call: chainRpc(chain.httpUrl), send: l.send, payerSecretKey: chain.payer, ...(l.tip === undefined ? {} : { tip: l.tip }) }, l.log.child({ component: 'demo' }));
   l.onStop(() => demo.close());
   l.endpoints.demo = { ...l.endpoints.demo, accounts: demo.accounts };
 }
@@ -271,3 +303,4 @@ export async function launch(config: Config, log: Log): Promise<Running> {
     throw e;
   }
 }
+

@@ -19,7 +19,8 @@ export function parseDemoConfig(raw: unknown): DemoConfig {
     enabled: bool(o, 'enabled', 'demo', false),
     txPerSec: int(o, 'txPerSec', 'demo', 20, 1, 10_000),
     accounts: int(o, 'accounts', 'demo', 4, 1, 64),
-    fundLamports: int(o, 'fundLamports', 'demo', 10_000_000_000, 1_000_000),
+    // 1,000 SOL each: with the submission service's 0.001 SOL tip per transfer that lasts days at the default rate.
+    fundLamports: int(o, 'fundLamports', 'demo', 1_000_000_000_000, 1_000_000),
     maxInFlight: int(o, 'maxInFlight', 'demo', 64, 1, 10_000),
   };
 }

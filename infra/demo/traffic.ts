@@ -4,7 +4,7 @@ import { keypairFromSeed, randomKeypair, type Keypair } from '../keys';
 import type { Log } from '../log';
 import { metrics } from '../metrics';
 import type { DemoConfig } from './config';
-import { signedTransfer } from './transfers';
+import { signedTransfer, type Tip } from './transfers';
 
 // Demo traffic for the one-command local run: real signed System transfers that execute on the local chain.
 // The chain puts them in its blocks and shreds those into ingest, so what a subscriber sees is the production
@@ -23,6 +23,8 @@ export interface DemoDeps {
   send: SendTx;
   /** A funded keypair of that chain, 64 bytes (seed ‖ public key). */
   payerSecretKey: Uint8Array;
+  /** Paid in every transfer when `send` goes through the submission service, which requires one. */
+  tip?: Tip;
 }
 
 export interface DemoTraffic {
@@ -59,7 +61,7 @@ const worthLogging = (n: number): boolean => Number.isInteger(Math.log10(n));
 
 async function fund(cfg: DemoConfig, deps: DemoDeps, payer: Keypair, accounts: Keypair[]): Promise<void> {
   const blockhash = await latestBlockhash(deps.call);
-  await Promise.all(accounts.map((a) => deps.send(signedTransfer(payer, a.publicKey, BigInt(cfg.fundLamports), blockhash))));
+  await Promise.all(accounts.map((a) => deps.send(signedTransfer(payer, a.publicKey, BigInt(cfg.fundLamports), blockhash, deps.tip))));
   const deadline = Date.now() + FUNDING_TIMEOUT_MS;
   for (const a of accounts) {
     while ((await balanceOf(deps.call, a.publicKey)) < cfg.fundLamports) {
@@ -100,7 +102,7 @@ export async function startDemoTraffic(cfg: DemoConfig, deps: DemoDeps, log: Log
     const from = senders[next]!;
     next = (next + 1) % senders.length;
     const to = senders[next]!;
-    const tx = signedTransfer(from, to.publicKey, amount++, blockhash);
+    const tx = signedTransfer(from, to.publicKey, amount++, blockhash, deps.tip);
     inFlight++;
     deps.send(tx).then(
       () => {

@@ -22,6 +22,7 @@ const BENCHES: BenchModule[] = [
   { file: './rpc', title: 'rpc gateway', entry: 'benchRpc' },
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
   { file: './evm', title: 'evm', entry: 'benchEvm' },
+  { file: './submit', title: 'submit', entry: 'benchSubmit' },
 ];
 
 /** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */

@@ -1,0 +1,215 @@
+import type { Rental } from '../../bus/topics/rentals';
+import type { RentalRegistry } from '../../bus/rental-registry';
+import { newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
+import { decodeTransaction, MAX_TX_SZ } from '../../ingest/txn/decode';
+import { TXN_REASONS } from '../../ingest/txn/reasons';
+import { normalizeApiKey } from './api-key';
+import type { Forwarder } from './forwarder';
+import { SubmitMetrics, type Transport } from './metrics';
+import type { Preflight, PreflightOptions } from './preflight';
+import { RateLimiter } from './rate-limit';
+import { RejectedRepeats } from './rejected-repeats';
+import { rejection, type RejectReason } from './rejections';
+import { SignatureCache } from './signature-cache';
+import { SignatureVerifier } from './signatures';
+import { checkTip, type TipRule } from './tip';
+
+// One validation pipeline for every transport. A transport frames a request into a Submission, calls
+// submit() (or submitNow() when it never preflights), and turns the Outcome into its own answer through the
+// rejection table. The stages, in order:
+//
+//   API key (UUID, looked up per request) → rate limit (rental TPS; a repeat of charged, rejected bytes is not
+//   charged again) → size (≤ 1,232) → parse (legacy / v0, the ingest decoder) → signature count = header's
+//   required signatures → every signature verifies (ed25519) → tip rule → preflight (when asked) →
+//   signature cache (suppress only once delivered) → forward (dispatch only) → answer.
+//
+// Each submission with a known rental emits one usage event and counts once in the metrics.
+
+export type { Transport } from './metrics';
+export type { PreflightOptions, Commitment } from './preflight';
+export { MAX_TX_SZ };
+
+export interface Submission {
+  /** UUID text as the client gave it (any case); undefined/null = none given. */
+  apiKey: string | null | undefined;
+  /** The serialized transaction (decoded form). Not kept after the call returns. */
+  bytes: Uint8Array;
+  transport: Transport;
+  /** Present = simulate before forwarding (JSON-RPC with skipPreflight false). */
+  preflight?: PreflightOptions;
+}
+
+export interface Accepted {
+  ok: true;
+  /** The first signature, 64 raw bytes (a view into the submitted bytes: encode it before they are reused). */
+  signature: Buffer;
+  /** false when the signature was already delivered and the duplicate was suppressed. */
+  forwarded: boolean;
+}
+
+export interface Rejected {
+  ok: false;
+  reason: RejectReason;
+  /** Appended to the table's message after ": " (rejectionMessage()). */
+  detail?: string;
+  /** JSON-RPC `data` (the full simulation result of a failed preflight). */
+  data?: unknown;
+}
+
+export type Outcome = Accepted | Rejected;
+
+export interface UsageSink {
+  emit(event: UsageEvent): void;
+}
+
+export interface PipelineOptions {
+  rentals: RentalRegistry;
+  forwarder: Forwarder;
+  tips: TipRule;
+  preflight?: Preflight;
+  /** Simulations in flight over all clients at most. */
+  maxPreflightInFlight?: number;
+  cache?: SignatureCache;
+  usage?: UsageSink;
+  metrics?: SubmitMetrics;
+  rateLimiter?: RateLimiter;
+  repeats?: RejectedRepeats;
+  verifier?: SignatureVerifier;
+}
+
+type Validated = { ok: true; rental: Rental; tx: Buffer; signature: Buffer } | (Rejected & { rental: Rental | undefined });
+
+export class SubmitPipeline {
+  readonly cache: SignatureCache;
+  readonly metrics: SubmitMetrics;
+  private readonly limiter: RateLimiter;
+  private readonly repeats: RejectedRepeats;
+  private readonly verifier: SignatureVerifier;
+  private readonly maxPreflight: number;
+  private preflightInFlight = 0;
+
+  constructor(private readonly opts: PipelineOptions) {
+    this.cache = opts.cache ?? new SignatureCache();
+    this.metrics = opts.metrics ?? new SubmitMetrics();
+    this.limiter = opts.rateLimiter ?? new RateLimiter();
+    this.repeats = opts.repeats ?? new RejectedRepeats();
+    this.verifier = opts.verifier ?? new SignatureVerifier();
+    this.maxPreflight = opts.maxPreflightInFlight ?? 256;
+  }
+
+  /** The rental of a key, looked up now (never cached: rentals change live). QUIC calls this at connect. */
+  authorize(apiKey: string | null | undefined): Rental | undefined {
+    const k = normalizeApiKey(apiKey);
+    return k === null ? undefined : this.opts.rentals.byApiKey(k);
+  }
+
+  /** Every transport's entry point. Never rejects: failures are Outcomes. */
+  async submit(s: Submission): Promise<Outcome> {
+    if (s.preflight === undefined) return this.submitNow(s);
+    const v = this.validate(s);
+    if (!v.ok) return this.finish(s.transport, v.rental, v);
+    const pre = await this.runPreflight(v.tx, s.preflight);
+    if (pre !== null) {
+      this.repeats.remember(v.rental.id, v.tx, pre.reason, pre.detail);
+      return this.finish(s.transport, v.rental, pre);
+    }
+    return this.dispatch(s.transport, v.rental, v.tx, v.signature);
+  }
+
+  /** The same pipeline without preflight, synchronously (/binary, /plaintext, UDP, QUIC). */
+  submitNow(s: Submission): Outcome {
+    const v = this.validate(s);
+    if (!v.ok) return this.finish(s.transport, v.rental, v);
+    return this.dispatch(s.transport, v.rental, v.tx, v.signature);
+  }
+
+  private validate(s: Submission): Validated {
+    const rental = this.authorize(s.apiKey);
+    if (rental === undefined) return { ok: false, reason: 'unauthorized', rental };
+    const tx = Buffer.isBuffer(s.bytes) ? s.bytes : Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.length);
+
+    const repeat = this.repeats.find(rental.id, tx);
+    if (repeat !== null && repeat.replay) return { ok: false, reason: repeat.reason, ...(repeat.detail === undefined ? {} : { detail: repeat.detail }), rental };
+    if (repeat === null && !this.limiter.take(rental.id, rental.tps)) return { ok: false, reason: 'rate_limited', rental };
+
+    const r = this.check(tx);
+    if (!r.ok) {
+      this.repeats.remember(rental.id, tx, r.reason, r.detail);
+      return { ...r, rental };
+    }
+    return { ok: true, rental, tx, signature: r.signature };
+  }
+
+  /** The stateless stages: size, parse, signature count, signatures, tip. */
+  private check(tx: Buffer): { ok: true; signature: Buffer } | Rejected {
+    if (tx.length > MAX_TX_SZ) return { ok: false, reason: 'too_large', detail: `${tx.length} bytes (max ${MAX_TX_SZ})` };
+    const d = decodeTransaction(tx, 0n);
+    if (!d.ok) {
+      if (d.reason === 'no_signatures') return { ok: false, reason: 'unsigned', detail: 'the transaction carries no signatures' };
+      if (d.reason === 'signature_count_mismatch') return { ok: false, reason: 'signature_count_mismatch' };
+      return { ok: false, reason: 'cannot_deserialize', detail: TXN_REASONS[d.reason] };
+    }
+    const sigs = d.tx.signatures;
+    const last = sigs[sigs.length - 1]!;
+    const message = tx.subarray(last.byteOffset - tx.byteOffset + last.length);
+    const sc = this.verifier.verifyAll(sigs, d.tx.accountKeys, message);
+    if (!sc.ok) return { ok: false, reason: sc.reason, detail: `signature ${sc.index}` };
+    const tip = checkTip(d.tx, this.opts.tips);
+    if (!tip.ok) return { ok: false, reason: tip.reason, detail: tip.detail };
+    return { ok: true, signature: sigs[0]! };
+  }
+
+  private async runPreflight(tx: Buffer, opts: PreflightOptions): Promise<Rejected | null> {
+    const p = this.opts.preflight;
+    if (p === undefined) return { ok: false, reason: 'preflight_upstream_error' }; // no simulation upstream configured
+    if (this.preflightInFlight >= this.maxPreflight) return { ok: false, reason: 'preflight_busy' };
+    this.preflightInFlight++;
+    try {
+      const r = await p.simulate(tx, opts);
+      switch (r.kind) {
+        case 'ok':
+          return null;
+        case 'failed':
+          return { ok: false, reason: 'preflight_failed', detail: r.error, data: r.data };
+        case 'upstream_error':
+          return { ok: false, reason: 'preflight_upstream_error' };
+        case 'timeout':
+          return { ok: false, reason: 'preflight_timeout' };
+      }
+    } finally {
+      this.preflightInFlight--;
+    }
+  }
+
+  private dispatch(transport: Transport, rental: Rental, tx: Buffer, signature: Buffer): Outcome {
+    const key = SignatureCache.key(signature);
+    if (this.cache.isDelivered(key)) {
+      this.metrics.count(transport, 'duplicate');
+      this.emit(transport, rental, 'ok');
+      return { ok: true, signature, forwarded: false };
+    }
+    if (!this.opts.forwarder.forward(tx)) {
+      const r: Rejected = { ok: false, reason: 'forward_failed' };
+      return this.finish(transport, rental, r);
+    }
+    this.cache.noteForwarded(key);
+    this.metrics.count(transport, 'accepted');
+    this.emit(transport, rental, 'ok');
+    return { ok: true, signature, forwarded: true };
+  }
+
+  /** Counts and meters a rejection; the answer carries only reason, detail and data (not the rental). */
+  private finish(transport: Transport, rental: Rental | undefined, r: Rejected): Outcome {
+    this.metrics.count(transport, r.reason);
+    const usage = rejection(r.reason).usage;
+    if (rental !== undefined && usage !== null) this.emit(transport, rental, usage);
+    const o: Rejected = { ok: false, reason: r.reason };
+    if (r.detail !== undefined) o.detail = r.detail;
+    if (r.data !== undefined) o.data = r.data;
+    return o;
+  }
+
+  private emit(transport: Transport, rental: Rental, outcome: UsageEvent['outcome']): void {
+    this.opts.usage?.emit(newUsageEvent({ rental: rental.id, surface: 'submit', method: transport, units: 1, outcome }));
+  }
+}

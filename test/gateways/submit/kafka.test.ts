@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import bs58 from 'bs58';
+import { KafkaBus } from '../../../bus/kafka';
+import { encodeTxRecord } from '../../../bus/topics/stream-transactions';
+import { decodeUsageEvent, type UsageEvent } from '../../../bus/topics/usage-events';
+import { kafkaBrokers } from '../../support/kafka';
+import { quietLog } from '../../support/log-capture';
+import { waitFor } from '../../support/wait';
+import { post, startHarness, type Harness } from './harness';
+import { legacyTx } from './support';
+import { startUpstream, type Upstream } from './upstream';
+
+// The delivery feed and usage events on a real Kafka broker (own topic names on the shared broker).
+
+describe('submit on Kafka: delivery feed and usage events', function () {
+  this.timeout(180_000);
+  let bus: KafkaBus;
+  let up: Upstream;
+  let h: Harness;
+  const suffix = `${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+  const txTopic = `submit-test-tx-${suffix}`;
+  const usageTopic = `submit-test-usage-${suffix}`;
+
+  before(async () => {
+    bus = new KafkaBus({ brokers: await kafkaBrokers(), clientId: 'meridian-submit-test', log: quietLog().log });
+    await bus.createTopics([
+      { name: txTopic, partitions: 1, compacted: false },
+      { name: usageTopic, partitions: 1, compacted: false },
+    ]);
+    up = await startUpstream();
+    h = await startHarness({ upstreams: [up.url], bus, usageTopic, config: { topics: { transactions: txTopic } } });
+  });
+  after(async () => {
+    await h?.close();
+    await up?.close();
+    await bus?.close();
+  });
+
+  it('a resend is forwarded until the signature appears on the transactions topic, then suppressed; usage events reach the topic', async () => {
+    const tx = legacyTx();
+    const sig = bs58.encode(tx.subarray(1, 65));
+    assert.equal((await post(h, '/binary', tx)).text, sig);
+    assert.equal((await post(h, '/binary', tx)).text, sig);
+    await waitFor(() => up.sends.length === 2, 10_000, 'two forwards');
+
+    await bus.produce(txTopic, [{ key: tx.subarray(1, 65), value: encodeTxRecord({ slot: 1n, observedAtMs: Date.now(), accountKeys: Buffer.alloc(32), message: Buffer.alloc(0) }) }]);
+    await waitFor(() => h.service.pipeline.metrics.deliveredMarks.value === 1, 30_000, 'the delivery mark');
+    const again = await post(h, '/binary', tx);
+    assert.deepEqual([again.status, again.text], [200, sig]);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(up.sends.length, 2, 'suppressed after delivery');
+
+    await h.usage.flush();
+    const events: UsageEvent[] = [];
+    const c = await bus.consume({ topics: [usageTopic], from: 'beginning', onBatch: (ms) => {
+      for (const m of ms) {
+        const e = decodeUsageEvent(m.value!);
+        if (!('error' in e)) events.push(e);
+      }
+    } });
+    try {
+      await waitFor(() => events.length >= 3, 30_000, 'usage events');
+      assert.equal(events.length, 3);
+      assert.deepEqual(events.map((e) => `${e.surface}/${e.method}/${e.outcome}/${e.rental}`), Array(3).fill(`submit/binary/ok/${h.rental.id}`));
+    } finally {
+      await c.close();
+    }
+  });
+});
