@@ -1,0 +1,158 @@
+import http from 'node:http';
+import { isUtf8 } from 'node:buffer';
+import type { AddressInfo } from 'node:net';
+import type { Log } from '../../infra/log';
+import { readBody } from './http-body';
+import { decodeBase64Strict, encodeBase58 } from './encoding';
+import { errorAnswer, outcomeAnswer, parseEnvelope, parseSendParams, resultAnswer, type Answer } from './jsonrpc';
+import { MAX_TX_SZ, type SubmitPipeline } from './pipeline';
+import { HTTP_FRAMING, JSONRPC_ERRORS, rejection, rejectionMessage } from './rejections';
+
+// The HTTP transport on the region root. Routes (the key is the `api-key` query parameter on every one):
+//   POST /            JSON-RPC: sendTransaction, getVersion             body ≤ 3,072
+//   POST /binary      raw transaction bytes → 200 text/plain signature  body ≤ 1,232   (no preflight)
+//   POST /plaintext   base64 text, trimmed  → 200 text/plain signature  body ≤ 2,048   (no preflight)
+//   GET  /health      200 "ok" for load balancers (no key)
+// This file frames requests and answers; every decision is the pipeline's, every answer comes from the
+// rejection table. No request line, URL or key is ever logged.
+
+export const JSONRPC_BODY_MAX = 3072;
+export const BINARY_BODY_MAX = MAX_TX_SZ;
+export const PLAINTEXT_BODY_MAX = 2048;
+
+export interface HttpOptions {
+  host: string;
+  port: number;
+  /** getVersion's `solana-core`. */
+  version: string;
+  maxConnections: number;
+  keepAliveTimeoutMs: number;
+  requestTimeoutMs: number;
+  log: Log;
+}
+
+export interface SubmitHttp {
+  address: { host: string; port: number };
+  close(): Promise<void>;
+}
+
+const TEXT = { 'content-type': 'text/plain; charset=utf-8' };
+const JSON_TYPE = { 'content-type': 'application/json' };
+
+/** The value of one query parameter, without building a URL object per request. */
+export function queryParam(url: string, name: string): string | null {
+  const q = url.indexOf('?');
+  if (q < 0) return null;
+  for (const part of url.slice(q + 1).split('&')) {
+    const eq = part.indexOf('=');
+    const k = eq < 0 ? part : part.slice(0, eq);
+    if (k !== name) continue;
+    const v = eq < 0 ? '' : part.slice(eq + 1);
+    if (!v.includes('%') && !v.includes('+')) return v;
+    try {
+      return decodeURIComponent(v.replace(/\+/g, ' '));
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+function text(res: http.ServerResponse, status: number, body: string): void {
+  res.writeHead(status, TEXT).end(body);
+}
+
+function json(res: http.ServerResponse, a: Answer): void {
+  res.writeHead(a.status, JSON_TYPE).end(a.body);
+}
+
+/** A body over its limit: the answer, and the connection is not kept (the rest of the body was not read). */
+function tooLarge(res: http.ServerResponse, write: () => void): void {
+  res.shouldKeepAlive = false;
+  write();
+}
+
+export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOptions): Promise<SubmitHttp> {
+  const version = { 'solana-core': opts.version, 'feature-set': null };
+
+  const jsonRpc = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
+    const body = await readBody(req, JSONRPC_BODY_MAX);
+    if (!body.ok) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
+    const env = parseEnvelope(body.bytes);
+    const id = env.id;
+    if (pipeline.authorize(apiKey) === undefined) {
+      const u = rejection('unauthorized');
+      return json(res, errorAnswer(id, u.jsonrpc, u.jsonrpcHttp));
+    }
+    if (!env.ok) return json(res, errorAnswer(id, env.error));
+    if (env.method === 'sendTransaction') {
+      const p = parseSendParams(env.params);
+      if (!p.ok) return json(res, errorAnswer(id, p.error));
+      const o = await pipeline.submit(p.preflight === undefined ? { apiKey, bytes: p.bytes, transport: 'jsonrpc' } : { apiKey, bytes: p.bytes, transport: 'jsonrpc', preflight: p.preflight });
+      return json(res, outcomeAnswer(id, o));
+    }
+    if (env.method === 'getVersion') return json(res, resultAnswer(id, version));
+    return json(res, errorAnswer(id, JSONRPC_ERRORS.methodNotFound));
+  };
+
+  const binary = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
+    const body = await readBody(req, BINARY_BODY_MAX);
+    if (!body.ok) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    answerPlain(res, pipeline, apiKey, body.bytes, 'binary');
+  };
+
+  const plaintext = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
+    const body = await readBody(req, PLAINTEXT_BODY_MAX);
+    if (!body.ok) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    if (!isUtf8(body.bytes)) return text(res, HTTP_FRAMING.invalidUtf8.status, HTTP_FRAMING.invalidUtf8.text);
+    const tx = decodeBase64Strict(body.bytes.toString('utf8').trim());
+    if (tx === null) return text(res, HTTP_FRAMING.invalidBase64.status, HTTP_FRAMING.invalidBase64.text);
+    if (tx.length > MAX_TX_SZ) return text(res, HTTP_FRAMING.decodedTooLarge.status, HTTP_FRAMING.decodedTooLarge.text);
+    answerPlain(res, pipeline, apiKey, tx, 'plaintext');
+  };
+
+  const server = http.createServer({ keepAliveTimeout: opts.keepAliveTimeoutMs, requestTimeout: opts.requestTimeoutMs }, (req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    if (path === '/health') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
+      return text(res, 200, 'ok');
+    }
+    const route = path === '/' ? jsonRpc : path === '/binary' ? binary : path === '/plaintext' ? plaintext : null;
+    if (route === null) return text(res, HTTP_FRAMING.notFound.status, HTTP_FRAMING.notFound.text);
+    if (req.method !== 'POST') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
+    route(req, res, queryParam(url, 'api-key')).catch((err: unknown) => {
+      // A bug, not a client error: answer 500 and keep serving. The error carries no request data.
+      opts.log.error({ err }, 'submission request failed');
+      if (!res.headersSent) text(res, 500, 'internal error');
+    });
+  });
+  server.maxConnections = opts.maxConnections;
+  server.headersTimeout = Math.min(opts.requestTimeoutMs, 60_000);
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const a = server.address() as AddressInfo;
+  return {
+    address: { host: opts.host, port: a.port },
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+function answerPlain(res: http.ServerResponse, pipeline: SubmitPipeline, apiKey: string | null, bytes: Buffer, transport: 'binary' | 'plaintext'): void {
+  const o = pipeline.submitNow({ apiKey, bytes, transport });
+  if (o.ok) return text(res, 200, encodeBase58(o.signature));
+  text(res, rejection(o.reason).http.status, rejectionMessage(o.reason, o.detail));
+}

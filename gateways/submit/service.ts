@@ -1,0 +1,89 @@
+import type { Bus } from '../../bus/bus';
+import type { RentalRegistry } from '../../bus/rental-registry';
+import type { Log } from '../../infra/log';
+import { metrics as defaultRegistry, type Registry } from '../../infra/metrics';
+import type { SubmitConfig } from './config';
+import { followDeliveries } from './delivered-feed';
+import { RpcForwarder, type Forwarder } from './forwarder';
+import { startSubmitHttp } from './http';
+import { SubmitMetrics } from './metrics';
+import { SubmitPipeline, type UsageSink } from './pipeline';
+import { RpcPreflight, type Preflight } from './preflight';
+import { RejectedRepeats } from './rejected-repeats';
+import { SignatureCache } from './signature-cache';
+import { tipRule } from './tip';
+import { startSubmitUdp } from './udp';
+
+// The submission service as one unit: pipeline + HTTP + UDP + the delivery feed that tells the signature
+// cache what landed. QUIC (another transport) takes `pipeline` from here.
+
+export interface SubmitDeps {
+  bus: Bus;
+  rentals: RentalRegistry;
+  usage?: UsageSink;
+  log: Log;
+  /** Upstream chain RPC URLs when the config names none (the launcher's local chain node). */
+  defaultUpstreams?: string[];
+  /** Tests and benches: replace the RPC forwarder / preflight. */
+  forwarder?: Forwarder;
+  preflight?: Preflight;
+  registry?: Registry;
+}
+
+export interface SubmitService {
+  pipeline: SubmitPipeline;
+  http: { host: string; port: number };
+  udp?: { host: string; port: number };
+  close(): Promise<void>;
+}
+
+export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<SubmitService> {
+  const closers: Array<() => Promise<void>> = [];
+  const close = async (): Promise<void> => {
+    for (const c of closers.splice(0).reverse()) await c().catch((err: unknown) => deps.log.warn({ err }, 'error while stopping submission'));
+  };
+  try {
+    const metrics = new SubmitMetrics(deps.registry ?? defaultRegistry);
+    const upstreams = cfg.forwardUrls.length > 0 ? cfg.forwardUrls : deps.defaultUpstreams ?? [];
+    let forwarder = deps.forwarder;
+    if (forwarder === undefined) {
+      forwarder = new RpcForwarder({ targets: upstreams, ...cfg.forward, log: deps.log, metrics });
+      const f = forwarder;
+      closers.push(() => f.close());
+    }
+    let preflight = deps.preflight;
+    const preflightUrl = cfg.preflightUrl ?? upstreams[0];
+    if (preflight === undefined && preflightUrl !== undefined) {
+      preflight = new RpcPreflight(preflightUrl, cfg.preflight.timeoutMs);
+      const p = preflight;
+      closers.push(() => p.close());
+    }
+    const cache = new SignatureCache(cfg.cache);
+    const pipeline = new SubmitPipeline({
+      rentals: deps.rentals,
+      forwarder,
+      tips: tipRule(cfg.tips.accounts, cfg.tips.minLamports),
+      ...(preflight === undefined ? {} : { preflight }),
+      maxPreflightInFlight: cfg.preflight.maxInFlight,
+      cache,
+      ...(deps.usage === undefined ? {} : { usage: deps.usage }),
+      metrics,
+      repeats: new RejectedRepeats(cfg.repeats.windowMs, cfg.repeats.maxEntries),
+    });
+    const feed = await followDeliveries(deps.bus, cfg.topics.transactions, cache, () => metrics.deliveredMarks.inc());
+    closers.push(() => feed.close());
+    const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, log: deps.log });
+    closers.push(() => http.close());
+    const service: SubmitService = { pipeline, http: http.address, close };
+    if (cfg.udp.enabled) {
+      const udp = await startSubmitUdp(pipeline, cfg.udp);
+      closers.push(() => udp.close());
+      service.udp = udp.address;
+    }
+    deps.log.info({ http: `${http.address.host}:${http.address.port}`, udp: service.udp === undefined ? 'off' : `${service.udp.host}:${service.udp.port}`, forwardTargets: upstreams.length }, 'submission service listening');
+    return service;
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

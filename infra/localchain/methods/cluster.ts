@@ -1,0 +1,100 @@
+import bs58 from 'bs58';
+import type { Chain } from '../chain';
+import { invalidParams } from '../rpc/errors';
+import { commitment, config, isObj, pubkey, required, u64 } from '../rpc/params';
+import { contextSlot, FEATURE_SET, NODE_VERSION, slotAt, withContext, type Methods } from './common';
+
+// Node and cluster facts: version, identity, slots, epochs and the leader schedule (the identity leads every
+// slot: what ingest's `rpc` leader mode reads to check shred signatures).
+
+const MAX_SLOT_LEADERS = 5000;
+
+export interface NodeAddress {
+  rpc: string;
+  shredVersion: number;
+}
+
+export function clusterMethods(chain: Chain, addr: NodeAddress): Methods {
+  const spe = chain.p.slotsPerEpoch;
+  const epochOf = (slot: number): number => Math.floor(slot / spe);
+  return {
+    getVersion: () => ({ 'feature-set': FEATURE_SET, 'solana-core': NODE_VERSION }),
+    getHealth: () => 'ok',
+    getIdentity: () => ({ identity: chain.identityB58 }),
+    getGenesisHash: () => bs58.encode(chain.genesisHash),
+    getSlot: (p) => contextSlot(chain, config(p[0])),
+    getBlockHeight: (p) => {
+      const cfg = config(p[0]);
+      contextSlot(chain, cfg);
+      return commitment(cfg) === 'processed' ? chain.blockHeight : chain.ledger.latest!.blockHeight;
+    },
+    getTransactionCount: (p) => {
+      contextSlot(chain, config(p[0]));
+      return chain.transactionsTotal;
+    },
+    getEpochInfo: (p) => {
+      const cfg = config(p[0]);
+      const slot = contextSlot(chain, cfg);
+      return {
+        absoluteSlot: slot,
+        blockHeight: commitment(cfg) === 'processed' ? chain.blockHeight : chain.ledger.latest!.blockHeight,
+        epoch: epochOf(slot),
+        slotIndex: slot % spe,
+        slotsInEpoch: spe,
+        transactionCount: chain.transactionsTotal,
+      };
+    },
+    getEpochSchedule: () => ({ firstNormalEpoch: 0, firstNormalSlot: 0, leaderScheduleSlotOffset: spe, slotsPerEpoch: spe, warmup: false }),
+    getLeaderSchedule: (p) => {
+      // [slot?, config?] — the first param may itself be the config object.
+      let slotParam: unknown = p[0];
+      let cfgParam: unknown = p[1];
+      if (isObj(slotParam)) {
+        cfgParam = slotParam;
+        slotParam = undefined;
+      }
+      const cfg = config(cfgParam);
+      const at = slotAt(chain, commitment(cfg));
+      const slot = slotParam === undefined || slotParam === null ? at : u64(slotParam, 'slot');
+      // Known a full epoch ahead (leaderScheduleSlotOffset = slotsPerEpoch), like a real cluster.
+      if (epochOf(slot) > epochOf(at) + 1) return null;
+      if (cfg.identity !== undefined && cfg.identity !== null && cfg.identity !== chain.identityB58) {
+        pubkey(cfg.identity);
+        return {};
+      }
+      return { [chain.identityB58]: Array.from({ length: spe }, (_, i) => i) };
+    },
+    getSlotLeader: (p) => {
+      contextSlot(chain, config(p[0]));
+      return chain.identityB58;
+    },
+    getSlotLeaders: (p) => {
+      u64(required(p, 0, 'start_slot'), 'start_slot');
+      const limit = u64(required(p, 1, 'limit'), 'limit');
+      if (limit > MAX_SLOT_LEADERS) throw invalidParams(`Invalid limit; max ${MAX_SLOT_LEADERS}`);
+      return Array.from({ length: limit }, () => chain.identityB58);
+    },
+    getClusterNodes: () => [{
+      featureSet: FEATURE_SET,
+      gossip: null,
+      pubkey: chain.identityB58,
+      pubsub: addr.rpc,
+      rpc: addr.rpc,
+      serveRepair: null,
+      shredVersion: addr.shredVersion,
+      tpu: null,
+      tpuForwards: null,
+      tpuForwardsQuic: null,
+      tpuQuic: null,
+      tpuVote: null,
+      tvu: null,
+      version: NODE_VERSION,
+    }],
+    getVoteAccounts: () => ({ current: [], delinquent: [] }),
+    getFirstAvailableBlock: () => chain.ledger.firstSlot(),
+    minimumLedgerSlot: () => chain.ledger.firstSlot(),
+    getMaxRetransmitSlot: () => chain.slot,
+    getMaxShredInsertSlot: () => chain.slot,
+    getStakeMinimumDelegation: (p) => withContext(contextSlot(chain, config(p[0])), 1_000_000_000),
+  };
+}
