@@ -1,6 +1,6 @@
 import { ConfigError, bool, hostPort, int, optStr, section } from '../../../infra/config-read';
 
-// Section `submit.quic` (env: MERIDIAN__SUBMIT__QUIC__<KEY>). Every limit of the listener is here; the ones
+// Section `gateways.submit.quic` (env: MERIDIAN__GATEWAYS__SUBMIT__QUIC__<KEY>). Every limit of the listener is here; the ones
 // the QUIC stack itself enforces (streams, idle timeout, handshake rate, total connections) are handed to the
 // terminator process, the others (connections per key, the stream/datagram pair window) are kept here.
 
@@ -29,7 +29,7 @@ export interface QuicConfig {
 }
 
 export function parseQuicConfig(raw: unknown): QuicConfig {
-  const p = 'submit.quic';
+  const p = 'gateways.submit.quic';
   const o = section(raw, p);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:5000');
   const cfg: QuicConfig = {

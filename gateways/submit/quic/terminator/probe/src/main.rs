@@ -191,8 +191,8 @@ async fn command(st: &mut State, line: &str) -> anyhow::Result<String> {
             Ok("timeout".into())
         }
         ["sdk", "send", tx] => {
-            let c = st.sdk.clone().ok_or_else(|| anyhow::anyhow!("not connected"))?;
-            // The SDK's mode is per client; set it for this send (takes effect with no reconnect).
+            // The SDK's mode is per client; set it for this send (it takes effect with no reconnect).
+            let c = st.sdk.take().ok_or_else(|| anyhow::anyhow!("not connected"))?;
             let mut c = Arc::try_unwrap(c).map_err(|_| anyhow::anyhow!("client busy"))?;
             c.set_transport_mode(st.mode);
             let c = Arc::new(c);
@@ -207,7 +207,11 @@ async fn command(st: &mut State, line: &str) -> anyhow::Result<String> {
         }
         ["sdk", "connected"] => Ok(st.sdk.as_ref().map_or(false, |c| c.is_connected()).to_string()),
         ["sdk", "bench", file, inflight] => {
-            let c = st.sdk.clone().ok_or_else(|| anyhow::anyhow!("not connected"))?;
+            let c = st.sdk.take().ok_or_else(|| anyhow::anyhow!("not connected"))?;
+            let mut c = Arc::try_unwrap(c).map_err(|_| anyhow::anyhow!("client busy"))?;
+            c.set_transport_mode(TransportMode::Stream);
+            let c = Arc::new(c);
+            st.sdk = Some(c.clone());
             bench_streams(c, file, inflight.parse()?).await
         }
         ["sdk", "close"] => {
@@ -291,4 +295,7 @@ async fn main() {
         };
         println!("{out}");
     }
+    // stdin closed: leave the way the SDK's close() does, so the server frees the slots at once.
+    let _ = command(&mut st, "sdk close").await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), command(&mut st, "raw close")).await;
 }
