@@ -3,6 +3,7 @@ import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Ra
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
+import { parseSubmitConfig, type SubmitConfig } from '../gateways/submit/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -32,6 +33,8 @@ export interface Config {
   ingest: IngestConfig;
   fanout: FanoutConfig;
   demo: DemoConfig;
+  /** Section gateways.submit. */
+  submit: SubmitConfig;
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -66,6 +69,7 @@ export function parseConfig(raw: unknown): Config {
     ingest: parseIngestConfig(o.ingest),
     fanout: parseFanoutConfig(o.fanout),
     demo: parseDemoConfig(o.demo),
+    submit: parseSubmitConfig(section(o.gateways, 'gateways').submit),
   };
 }
 

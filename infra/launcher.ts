@@ -7,7 +7,10 @@ import { startFanout } from '../fanout/server';
 import type { Config } from './config';
 import { metrics, serveMetrics } from './metrics';
 import { registerSecret, type Log } from './log';
+import type { SubmitService } from '../gateways/submit/service';
 import { startDemoTraffic } from './demo/traffic';
+import { startSubmit } from '../gateways/submit/service';
+import { UsageProducer } from '../bus/usage-producer';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
 
@@ -82,10 +85,43 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       stoppers.push(() => demo.close());
       endpoints.demoAccounts = demo.accounts.join(',');
     }
+    if (cfg.submit.enabled) {
+      const s = await startSubmitComponent(cfg, bus, rentals, log, (f) => stoppers.push(f), undefined);
+      // Flat keys here; the endpoints file nests them: submit.http, submit.udp, demo.tipAccounts, demo.minTipLamports.
+      endpoints['submit.http'] = s.submit.http;
+      if (s.submit.udp !== undefined) endpoints['submit.udp'] = s.submit.udp;
+      endpoints['demo.tipAccounts'] = s.demo.tipAccounts.join(',');
+      endpoints['demo.minTipLamports'] = String(s.demo.minTipLamports);
+      if (s.demo.apiKey !== undefined) endpoints['demo.apiKey'] = s.demo.apiKey;
+    }
     started = true;
     return { endpoints, stop };
   } catch (e) {
     await stop();
     throw e;
   }
+}
+
+// --- submit: the submission service (HTTP root + /binary + /plaintext, native UDP; QUIC joins through
+// `service.pipeline`). Forwards to gateways.submit.forwardUrls, else to the local chain node (`chainHttpUrl`).
+// Demo credentials: the local rental's key (the rental that admits 127.0.0.1) and the tip rule.
+async function startSubmitComponent(cfg: Config, bus: Bus, rentals: RentalRegistry, log: Log, onStop: (s: Stopper) => void, chainHttpUrl: string | undefined): Promise<{
+  submit: { http: string; udp?: string };
+  demo: { apiKey?: string; tipAccounts: string[]; minTipLamports: number };
+  service: SubmitService;
+}> {
+  const c = cfg.submit;
+  const upstreams = c.forwardUrls.length > 0 ? c.forwardUrls : chainHttpUrl !== undefined ? [chainHttpUrl] : [];
+  if (upstreams.length === 0) throw new Error('gateways.submit: no forward target (set gateways.submit.forwardUrls, or run the local chain node)');
+  const usage = new UsageProducer(bus, { log: log.child({ component: 'submit-usage' }) });
+  onStop(() => usage.close());
+  const service = await startSubmit(c, { bus, rentals, usage, log: log.child({ component: 'submit' }), defaultUpstreams: upstreams });
+  onStop(() => service.close());
+  const hp = (a: { host: string; port: number }): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
+  const apiKey = rentals.byIp('127.0.0.1')?.apiKeys[0];
+  return {
+    submit: { http: `http://${hp(service.http)}`, ...(service.udp === undefined ? {} : { udp: hp(service.udp) }) },
+    demo: { ...(apiKey === undefined ? {} : { apiKey }), tipAccounts: c.tips.accounts, minTipLamports: c.tips.minLamports },
+    service,
+  };
 }

@@ -1,6 +1,5 @@
 import { ConfigError, bool, hostPort, int, optStr, section, str, strList } from '../../infra/config-read';
 import { TOPIC } from '../../bus/topics';
-import { normalizeApiKey } from './api-key';
 
 // Section `gateways.submit`. Every limit of the service is here, with the contract's values as defaults
 // where the contract fixes them (tip minimum 0.001 SOL) and conservative ones where it does not.
@@ -24,8 +23,6 @@ export interface SubmitConfig {
   maxConnections: number;
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
-  /** A rental admitted locally (npm start): its key, and its TPS. */
-  demo?: { apiKey: string; tps: number };
   topics: { transactions: string };
 }
 
@@ -38,7 +35,6 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
   const pf = section(o.preflight, `${p}.preflight`);
   const c = section(o.cache, `${p}.cache`);
   const r = section(o.repeats, `${p}.repeats`);
-  const d = section(o.demo, `${p}.demo`);
   const tp = section(o.topics, `${p}.topics`);
   const http = hostPort(o, 'listen', p, '127.0.0.1:8080');
   const udp = hostPort(u, 'listen', `${p}.udp`, '127.0.0.1:9000');
@@ -64,12 +60,6 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
   };
   const preflightUrl = optStr(o, 'preflightUrl', p);
   if (preflightUrl !== undefined) cfg.preflightUrl = preflightUrl;
-  const demoKey = optStr(d, 'apiKey', `${p}.demo`);
-  if (demoKey !== undefined) {
-    const k = normalizeApiKey(demoKey);
-    if (k === null) throw new ConfigError(`${p}.demo.apiKey: expected a UUID`);
-    cfg.demo = { apiKey: k, tps: int(d, 'tps', `${p}.demo`, 100, 1) };
-  }
   if (cfg.enabled && cfg.tips.accounts.length === 0) throw new ConfigError(`${p}.tips.accounts: at least one tip account is required`);
   for (const u of [...cfg.forwardUrls, ...(cfg.preflightUrl === undefined ? [] : [cfg.preflightUrl])]) {
     // Checked without echoing the value: a URL may carry a credential.

@@ -23,9 +23,10 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(o: { upstreams: string[]; rental?: Partial<Rental>; config?: Record<string, unknown>; forwarder?: Forwarder }): Promise<Harness> {
-  const bus = new EmbeddedBus();
-  await bus.createTopics(defaultTopicSpecs());
+export async function startHarness(o: { upstreams: string[]; rental?: Partial<Rental>; config?: Record<string, unknown>; forwarder?: Forwarder; bus?: EmbeddedBus }): Promise<Harness> {
+  const ownBus = o.bus === undefined;
+  const bus = o.bus ?? new EmbeddedBus();
+  if (ownBus) await bus.createTopics(defaultTopicSpecs());
   const r = rental(o.rental);
   const { log, lines } = quietLog('debug');
   const reg = new Registry();
@@ -52,7 +53,7 @@ export async function startHarness(o: { upstreams: string[]; rental?: Partial<Re
     close: async () => {
       await service.close();
       await usage.close();
-      await bus.close();
+      if (ownBus) await bus.close();
     },
   };
 }
