@@ -4,6 +4,7 @@ import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './demo/config';
 import { parseSubmitConfig, type SubmitConfig } from '../gateways/submit/config';
+import { parseQuicConfig, type QuicConfig } from '../gateways/submit/quic/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -35,6 +36,8 @@ export interface Config {
   demo: DemoConfig;
   /** Section gateways.submit. */
   submit: SubmitConfig;
+  /** Section gateways.submit.quic (the QUIC transport of the submission service; off unless enabled). */
+  submitQuic: QuicConfig;
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -70,6 +73,7 @@ export function parseConfig(raw: unknown): Config {
     fanout: parseFanoutConfig(o.fanout),
     demo: parseDemoConfig(o.demo),
     submit: parseSubmitConfig(section(o.gateways, 'gateways').submit),
+    submitQuic: parseQuicConfig(section(section(o.gateways, 'gateways').submit, 'gateways.submit').quic),
   };
 }
 

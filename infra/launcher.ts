@@ -11,6 +11,8 @@ import type { SubmitService } from '../gateways/submit/service';
 import { startDemoTraffic } from './demo/traffic';
 import { startSubmit } from '../gateways/submit/service';
 import { UsageProducer } from '../bus/usage-producer';
+import { QuicListener } from '../gateways/submit/quic/listener';
+import type { QuicConfig } from '../gateways/submit/quic/config';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
 
@@ -93,6 +95,7 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       endpoints['demo.tipAccounts'] = s.demo.tipAccounts.join(',');
       endpoints['demo.minTipLamports'] = String(s.demo.minTipLamports);
       if (s.demo.apiKey !== undefined) endpoints['demo.apiKey'] = s.demo.apiKey;
+      if (cfg.submitQuic.enabled) endpoints['submit.quic'] = await startQuicComponent(cfg.submitQuic, s.service, log, (f) => stoppers.push(f));
     }
     started = true;
     return { endpoints, stop };
@@ -124,4 +127,14 @@ async function startSubmitComponent(cfg: Config, bus: Bus, rentals: RentalRegist
     demo: { ...(apiKey === undefined ? {} : { apiKey }), tipAccounts: c.tips.accounts, minTipLamports: c.tips.minLamports },
     service,
   };
+}
+
+// --- submit.quic: the QUIC transport (:5000) in front of the submission pipeline. The first start builds the
+// QUIC terminator with cargo (cached under .cache/quic-terminator; progress on stderr).
+async function startQuicComponent(c: QuicConfig, service: SubmitService, log: Log, onStop: (s: Stopper) => void): Promise<string> {
+  const quic = await QuicListener.start({ config: c, pipeline: service.pipeline, log: log.child({ component: 'submit-quic' }) });
+  onStop(() => quic.close());
+  const a = quic.address;
+  log.info({ quic: `${a.host}:${a.port}` }, 'submission QUIC listening');
+  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }

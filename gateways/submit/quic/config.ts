@@ -33,7 +33,7 @@ export function parseQuicConfig(raw: unknown): QuicConfig {
   const o = section(raw, p);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:5000');
   const cfg: QuicConfig = {
-    enabled: bool(o, 'enabled', p, true),
+    enabled: bool(o, 'enabled', p, false),
     host: listen.host,
     port: listen.port,
     maxConnectionsPerKey: int(o, 'maxConnectionsPerKey', p, 8, 1),
