@@ -41,8 +41,8 @@ export function parseQuicConfig(raw: unknown): QuicConfig {
     maxStreamsPerConnection: int(o, 'maxStreamsPerConnection', p, 256, 1, 1 << 20),
     maxUniStreamsPerConnection: int(o, 'maxUniStreamsPerConnection', p, 64, 0, 1 << 20),
     idleTimeoutMs: int(o, 'idleTimeoutMs', p, 30_000, 100, 600_000),
-    handshakesPerSecPerIp: int(o, 'handshakesPerSecPerIp', p, 20, 1),
-    handshakeBurstPerIp: int(o, 'handshakeBurstPerIp', p, 40, 1),
+    handshakesPerSecPerIp: int(o, 'handshakesPerSecPerIp', p, 100, 1),
+    handshakeBurstPerIp: int(o, 'handshakeBurstPerIp', p, 200, 1),
     datagramBufferBytes: int(o, 'datagramBufferBytes', p, 256 * 1024, 4096),
     twinWindowMs: int(o, 'twinWindowMs', p, 2_000, 0, 60_000),
   };

@@ -67,6 +67,11 @@ export class QuicListener {
   private child: ChildProcess | null = null;
   private stopping = false;
   private address_: { host: string; port: number } | null = null;
+  private bin = '';
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restarts = 0;
+  /** Terminator processes that reported ready so far (1 after start; more after restarts). */
+  starts = 0;
 
   private constructor(private readonly opts: QuicListenerOptions) {
     this.metrics = opts.metrics ?? new QuicMetrics();
@@ -76,7 +81,8 @@ export class QuicListener {
   /** Builds the terminator if needed (first run), starts it and resolves once its UDP port is bound. */
   static async start(opts: QuicListenerOptions): Promise<QuicListener> {
     const l = new QuicListener(opts);
-    await l.run(opts.config.terminatorBinary ?? (await ensureTerminatorBinary()));
+    l.bin = opts.config.terminatorBinary ?? (await ensureTerminatorBinary());
+    await l.run(opts.config.port);
     return l;
   }
 
@@ -86,11 +92,41 @@ export class QuicListener {
     return this.address_;
   }
 
+  /** The terminator's process id (tests kill it to see the restart). */
+  get terminatorPid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get openConnections(): number {
     return this.conns.size;
   }
 
-  private run(bin: string): Promise<void> {
+  /**
+   * The terminator died while serving: its connections are gone (clients reconnect, the SDK does so on its next
+   * send). Start a new one on the same port after a short pause, backing off while it keeps failing.
+   */
+  private restart(): void {
+    this.conns.clear();
+    this.perKey.clear();
+    this.metrics.open.set(0);
+    this.metrics.restarts.inc();
+    const delay = Math.min(30_000, 500 * 2 ** Math.min(this.restarts++, 6));
+    this.restartTimer = setTimeout(() => {
+      this.run(this.address_!.port).then(
+        () => {
+          this.restarts = 0;
+          this.opts.log.warn('quic terminator restarted');
+        },
+        (e: unknown) => {
+          this.opts.log.error({ err: (e as Error).message }, 'quic terminator restart failed');
+          if (!this.stopping) this.restart();
+        },
+      );
+    }, delay);
+  }
+
+  private run(port: number): Promise<void> {
+    const bin = this.bin;
     const c = this.opts.config;
     const sockPath = path.join(os.tmpdir(), `meridian-quic-${process.pid}-${crypto.randomBytes(6).toString('hex')}.sock`);
     const server = net.createServer();
@@ -114,6 +150,7 @@ export class QuicListener {
           const f = decodeFrame(body);
           if (f.type === 'ready') {
             this.address_ = { host: c.host, port: Number(f.addr.slice(f.addr.lastIndexOf(':') + 1)) };
+            this.starts++;
             if (!settled) {
               settled = true;
               clearTimeout(timer);
@@ -133,13 +170,13 @@ export class QuicListener {
         });
         sock.on('error', () => undefined); // the close handler reports
         sock.on('close', () => {
-          if (!this.stopping) this.opts.log.error('quic bridge closed: the QUIC listener is down');
+          if (!this.stopping) this.opts.log.warn('quic bridge closed');
           fail(new Error('QUIC terminator closed the bridge before it was ready'));
         });
       });
       server.listen(sockPath, () => {
         const args = [
-          '--listen', `${c.host}:${c.port}`,
+          '--listen', `${c.host.includes(':') ? `[${c.host}]` : c.host}:${port}`,
           '--bridge', sockPath,
           '--max-bidi-streams', String(c.maxStreamsPerConnection),
           '--max-uni-streams', String(c.maxUniStreamsPerConnection),
@@ -156,8 +193,11 @@ export class QuicListener {
         });
         child.once('error', (e) => fail(new Error(`cannot start the QUIC terminator: ${e.message}`)));
         child.once('exit', (code, signal) => {
-          if (!this.stopping) this.opts.log.error({ code, signal }, 'quic terminator exited');
-          fail(new Error(`QUIC terminator exited (${code ?? signal}) before it was ready`));
+          if (this.stopping) return;
+          if (settled) {
+            this.opts.log.error({ code, signal }, 'quic terminator exited while serving; restarting it');
+            this.restart();
+          } else fail(new Error(`QUIC terminator exited (${code ?? signal}) before it was ready`));
         });
       });
     });
@@ -242,7 +282,14 @@ export class QuicListener {
     if (status !== undefined) {
       this.metrics.twins.inc();
     } else {
-      const o = this.opts.pipeline.submitNow({ apiKey: c.key, bytes: tx, transport: 'quic' });
+      let o: Outcome;
+      try {
+        o = this.opts.pipeline.submitNow({ apiKey: c.key, bytes: tx, transport: 'quic' });
+      } catch (e) {
+        // The pipeline answers with Outcomes; a throw is a bug there. Answer it as not sent, keep serving.
+        this.opts.log.error({ err: (e as Error).message }, 'quic: the pipeline threw');
+        o = { ok: false, reason: 'forward_failed' };
+      }
       status = o.ok ? 0x00 : rejection(o.reason).quic;
       this.twins.note(conn, tx, pathKind, status, now);
     }
@@ -268,6 +315,7 @@ export class QuicListener {
    */
   async close(): Promise<void> {
     this.stopping = true;
+    clearTimeout(this.restartTimer);
     const child = this.child;
     this.socket?.end();
     if (child !== null && child.exitCode === null && child.signalCode === null) {

@@ -18,6 +18,7 @@ export class QuicMetrics {
   readonly twins: Counter;
   readonly framingErrors: Counter;
   readonly strays: Counter;
+  readonly restarts: Counter;
 
   constructor(readonly registry: Registry = defaultRegistry) {
     this.open = registry.gauge('meridian_submit_quic_connections_open', 'Admitted QUIC connections now open');
@@ -28,6 +29,7 @@ export class QuicMetrics {
     for (let s = 0; s <= 7; s++) this.statuses.push(registry.counter('meridian_submit_quic_stream_status_total', 'Stream answers by status byte', { status: `0x0${s}` }));
     this.twins = registry.counter('meridian_submit_quic_twins_total', 'Second copies (datagram + stream of one send) answered without a second submission');
     this.framingErrors = registry.counter('meridian_submit_quic_framing_errors_total', 'Bidirectional streams not framed as 0x01 + transaction');
+    this.restarts = registry.counter('meridian_submit_quic_terminator_restarts_total', 'Times the QUIC terminator process died while serving and was started again');
     this.strays = registry.counter('meridian_submit_quic_strays_total', 'Transactions for a connection that is not admitted (dropped, or answered as unauthorized)');
   }
 

@@ -291,4 +291,25 @@ describe('submission over QUIC: limits of the QUIC stack', function () {
       await h.close();
     }
   });
+
+  it('a terminator that dies is started again on the same port; the SDK reconnects on its next send', async () => {
+    const h = await startQuicHarness({ upstreams: [up.url] });
+    const p = await Probe.start();
+    try {
+      await p.ok(`sdk connect ${h.addr} ${h.key}`);
+      assert.equal(await p.ok(`sdk send ${hex(legacyTx())}`), 'sent');
+      const pid = h.quic.terminatorPid!;
+      process.kill(pid, 'SIGKILL');
+      await waitFor(() => h.quic.starts === 2 && h.quic.terminatorPid !== pid, 20_000, 'the restarted terminator ready');
+      assert.equal(h.quic.metrics.restarts.value, 1);
+      assert.equal(`127.0.0.1:${h.quic.address.port}`, h.addr);
+      const tx = legacyTx();
+      await p.ok('sdk timeout 2000');
+      assert.equal(await p.ok(`sdk send ${hex(tx)}`), 'sent');
+      await waitFor(() => up.sends.some((s) => s.tx.equals(tx)), 5000, 'the forward after the restart');
+    } finally {
+      await p.close();
+      await h.close();
+    }
+  });
 });

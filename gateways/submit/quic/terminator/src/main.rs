@@ -55,8 +55,8 @@ fn parse_args() -> Result<Args, String> {
         max_bidi_streams: 256,
         max_uni_streams: 64,
         idle_timeout_ms: 30_000,
-        handshakes_per_sec: 20.0,
-        handshake_burst: 40.0,
+        handshakes_per_sec: 100.0,
+        handshake_burst: 200.0,
         max_connections: 4096,
         datagram_buffer_bytes: 256 * 1024,
     };
