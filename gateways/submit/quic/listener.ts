@@ -51,7 +51,8 @@ interface Conn {
   key: string;
 }
 
-const MAX_IN_FRAME = 64 * 1024 + 64; // a TX carries at most one UDP datagram's payload
+// A TX carries at most 1 + 1,233 bytes (the terminator caps streams and datagrams); OPEN a certificate.
+const MAX_IN_FRAME = 16 * 1024;
 const STATUS_BATCH = 256;
 const CANNOT_DESERIALIZE = rejection('cannot_deserialize').quic;
 const UNAUTHORIZED = rejection('unauthorized').quic;
@@ -132,6 +133,7 @@ export class QuicListener {
     const server = net.createServer();
     return new Promise<void>((resolve, reject) => {
       let settled = false;
+      let ready = false;
       const fail = (e: Error): void => {
         if (settled) return;
         settled = true;
@@ -151,6 +153,7 @@ export class QuicListener {
           if (f.type === 'ready') {
             this.address_ = { host: c.host, port: Number(f.addr.slice(f.addr.lastIndexOf(':') + 1)) };
             this.starts++;
+            ready = true;
             if (!settled) {
               settled = true;
               clearTimeout(timer);
@@ -194,7 +197,7 @@ export class QuicListener {
         child.once('error', (e) => fail(new Error(`cannot start the QUIC terminator: ${e.message}`)));
         child.once('exit', (code, signal) => {
           if (this.stopping) return;
-          if (settled) {
+          if (ready) {
             this.opts.log.error({ code, signal }, 'quic terminator exited while serving; restarting it');
             this.restart();
           } else fail(new Error(`QUIC terminator exited (${code ?? signal}) before it was ready`));

@@ -85,7 +85,8 @@ export function ensureTerminatorBinary(name: string = TERMINATOR_BIN, progress?:
     p = (async () => {
       const bin = binaryPath(name);
       const fresh = !fs.existsSync(bin);
-      if (fresh) say(`building ${name} with cargo into ${path.relative(process.cwd(), terminatorTargetDir()) || '.'} (first run only; a few minutes)`);
+      const rel = path.relative(process.cwd(), terminatorTargetDir());
+      if (fresh) say(`building ${name} with cargo into ${rel.startsWith('..') ? terminatorTargetDir() : rel} (first run only; a few minutes)`);
       const started = Date.now();
       await runCargo([name], say);
       if (!fs.existsSync(bin)) throw new Error(`cargo finished but ${bin} is missing`);

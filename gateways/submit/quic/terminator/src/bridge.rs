@@ -27,7 +27,8 @@ use tokio::{
     sync::{mpsc, oneshot},
 };
 
-const OUT_QUEUE_FRAMES: usize = 16_384;
+/// Frames waiting for the socket (each ≤ ~1.3 KB: transactions are capped at 1 + 1,233 bytes before they get here).
+const OUT_QUEUE_FRAMES: usize = 4_096;
 /// Largest frame Node may send (a verdict with its reason); anything bigger means a broken peer.
 const MAX_IN_FRAME: usize = 4096;
 

@@ -215,7 +215,8 @@ async fn relay(conn: &Connection, bridge: &Bridge, id: u32, max_bidi: usize) {
             }
             dg = conn.read_datagram() => {
                 let Ok(bytes) = dg else { return };
-                bridge.tx(id, TxKind::Datagram, &bytes).await;
+                // Like streams: 1,233 bytes are enough for the pipeline to answer "too large".
+                bridge.tx(id, TxKind::Datagram, &bytes[..bytes.len().min(STREAM_READ_CAP - 1)]).await;
             }
         }
     }

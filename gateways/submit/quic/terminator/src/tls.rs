@@ -64,9 +64,13 @@ pub fn server_tls() -> Result<rustls::ServerConfig, Box<dyn std::error::Error>> 
     Ok(tls)
 }
 
+/// Certificates above this are not passed on (the SDK's is ~300 bytes); the connection is then refused by Node
+/// as having no key, and the bridge frame stays small.
+const MAX_CERT_BYTES: usize = 8 * 1024;
+
 /// The client's end-entity certificate (DER) after the handshake.
 pub fn peer_cert(conn: &quinn::Connection) -> Option<Vec<u8>> {
     let any = conn.peer_identity()?;
     let certs = any.downcast::<Vec<CertificateDer<'static>>>().ok()?;
-    certs.first().map(|c| c.to_vec())
+    certs.first().filter(|c| c.len() <= MAX_CERT_BYTES).map(|c| c.to_vec())
 }
