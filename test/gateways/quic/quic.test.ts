@@ -202,6 +202,12 @@ describe('submission over QUIC', function () {
     }
     await waitFor(() => sendsOf(tx) === 1 && sendsOf(max) === 1 && h.quic.metrics.value('received', 'datagram') === dg + 3, 5000, 'the datagram submissions');
     assert.equal(sendsOf(noTip), 0);
+    // A 1,233-byte datagram (the SDK would send it: its limit is ~1,434) is judged too large, silently.
+    const tooLarge = h.service.pipeline.metrics.value('quic', 'too_large');
+    const over = txOfSize(1233);
+    assert.match(await raw.ok(`raw datagram ${hex(over)}`), /^sent max=(\d+)/);
+    await waitFor(() => h.service.pipeline.metrics.value('quic', 'too_large') === tooLarge + 1, 5000, 'the oversized datagram judged');
+    assert.equal(sendsOf(over), 0);
   });
 
   it('a stream and a datagram carrying the same transaction are one submission; a later resend is forwarded again', async () => {
