@@ -19,8 +19,9 @@ export interface SubmitConfig {
   preflight: { timeoutMs: number; maxInFlight: number };
   cache: { windowMs: number; maxEntries: number };
   repeats: { windowMs: number; maxEntries: number };
-  /** Open HTTP connections at most (over all clients). */
+  /** Open HTTP connections at most (over all clients), and per client address. */
   maxConnections: number;
+  maxConnectionsPerIp: number;
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
   topics: { transactions: string };
@@ -54,6 +55,7 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
     cache: { windowMs: int(c, 'windowMs', `${p}.cache`, 120_000, 1), maxEntries: int(c, 'maxEntries', `${p}.cache`, 200_000, 1) },
     repeats: { windowMs: int(r, 'windowMs', `${p}.repeats`, 10_000, 0), maxEntries: int(r, 'maxEntries', `${p}.repeats`, 20_000, 1) },
     maxConnections: int(o, 'maxConnections', p, 10_000, 1),
+    maxConnectionsPerIp: int(o, 'maxConnectionsPerIp', p, 512, 1),
     keepAliveTimeoutMs: int(o, 'keepAliveTimeoutMs', p, 30_000, 1),
     requestTimeoutMs: int(o, 'requestTimeoutMs', p, 10_000, 1),
     topics: { transactions: str(tp, 'transactions', `${p}.topics`, TOPIC.streamTransactions) },

@@ -1,4 +1,4 @@
-import bs58 from 'bs58';
+import { decodeBase58, encodeBase58 } from './base58';
 
 // Transaction strings: base58 (JSON-RPC default) and base64 (JSON-RPC with encoding base64, and /plaintext).
 // Node's own base64 decoder skips characters it does not know; the contract wants "invalid base64" for those,
@@ -14,14 +14,4 @@ export function decodeBase64Strict(s: string): Buffer | null {
   return Buffer.from(s, 'base64');
 }
 
-export function decodeBase58(s: string): Buffer | null {
-  try {
-    return Buffer.from(bs58.decode(s));
-  } catch {
-    return null;
-  }
-}
-
-export function encodeBase58(b: Uint8Array): string {
-  return bs58.encode(b);
-}
+export { decodeBase58, encodeBase58 };

@@ -6,39 +6,51 @@ import type { IncomingMessage } from 'node:http';
 
 const DRAIN_MAX = 64 * 1024;
 
-export type Body = { ok: true; bytes: Buffer } | { ok: false };
-
-export function readBody(req: IncomingMessage, limit: number): Promise<Body> {
+/**
+ * Calls `done` once: with the body, or with null when it is over `limit` (or the request failed). A callback,
+ * not a promise: this is on every request's path.
+ */
+export function readBody(req: IncomingMessage, limit: number, done: (body: Buffer | null) => void): void {
   const declared = Number(req.headers['content-length']);
-  if (declared > limit) return Promise.resolve(drain(req, 0));
-  return new Promise((resolve) => {
-    let first: Buffer | null = null;
-    let chunks: Buffer[] | null = null;
-    let size = 0;
-    const onData = (c: Buffer): void => {
-      size += c.length;
-      if (size > limit) {
-        req.off('data', onData);
-        req.off('end', onEnd);
-        resolve(drain(req, size));
-        return;
-      }
-      if (first === null) first = c;
-      else (chunks ??= [first]).push(c);
-    };
-    const onEnd = (): void => resolve({ ok: true, bytes: chunks !== null ? Buffer.concat(chunks, size) : first ?? Buffer.alloc(0) });
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', () => resolve({ ok: false }));
+  if (declared > limit) {
+    drain(req, 0);
+    return done(null);
+  }
+  let first: Buffer | null = null;
+  let chunks: Buffer[] | null = null;
+  let size = 0;
+  let settled = false;
+  const onData = (c: Buffer): void => {
+    size += c.length;
+    if (size > limit) {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      drain(req, size);
+      settled = true;
+      return done(null);
+    }
+    if (first === null) first = c;
+    else (chunks ??= [first]).push(c);
+  };
+  const onEnd = (): void => {
+    if (settled) return;
+    settled = true;
+    done(chunks !== null ? Buffer.concat(chunks, size) : first ?? Buffer.alloc(0));
+  };
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', () => {
+    if (settled) return;
+    settled = true;
+    done(null);
   });
 }
 
-function drain(req: IncomingMessage, already: number): Body {
+function drain(req: IncomingMessage, already: number): void {
   let seen = already;
   req.on('data', (c: Buffer) => {
     seen += c.length;
     if (seen > DRAIN_MAX) req.socket.destroy();
   });
   req.resume();
-  return { ok: false };
 }

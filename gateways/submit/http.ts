@@ -26,6 +26,8 @@ export interface HttpOptions {
   /** getVersion's `solana-core`. */
   version: string;
   maxConnections: number;
+  /** Open connections per client address at most (one client cannot take every slot). */
+  maxConnectionsPerIp: number;
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
   log: Log;
@@ -36,8 +38,8 @@ export interface SubmitHttp {
   close(): Promise<void>;
 }
 
-const TEXT = { 'content-type': 'text/plain; charset=utf-8' };
-const JSON_TYPE = { 'content-type': 'application/json' };
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json';
 
 /** The value of one query parameter, without building a URL object per request. */
 export function queryParam(url: string, name: string): string | null {
@@ -58,12 +60,35 @@ export function queryParam(url: string, name: string): string | null {
   return null;
 }
 
+/** With a Content-Length (not chunked): one write, and clients read a known length. */
+function send(res: http.ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
 function text(res: http.ServerResponse, status: number, body: string): void {
-  res.writeHead(status, TEXT).end(body);
+  send(res, status, TEXT, body);
 }
 
 function json(res: http.ServerResponse, a: Answer): void {
-  res.writeHead(a.status, JSON_TYPE).end(a.body);
+  send(res, a.status, JSON_TYPE, a.body);
+}
+
+/**
+ * Pipelined requests on one connection are answered within one event-loop turn; without corking, every answer
+ * is its own write syscall (on loopback the kernel also runs the receiver's side inside that call). Corking the
+ * socket until the turn ends sends them as one write. Cork/uncork nest, so Node's own corking still works.
+ */
+const CORKED = Symbol('corked');
+type CorkableSocket = NonNullable<http.IncomingMessage['socket']> & { [CORKED]?: boolean };
+
+function corkForThisTurn(socket: CorkableSocket): void {
+  if (socket[CORKED] === true) return;
+  socket[CORKED] = true;
+  socket.cork();
+  setImmediate(() => {
+    socket[CORKED] = false;
+    socket.uncork();
+  });
 }
 
 /** A body over its limit: the answer, and the connection is not kept (the rest of the body was not read). */
@@ -75,10 +100,9 @@ function tooLarge(res: http.ServerResponse, write: () => void): void {
 export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOptions): Promise<SubmitHttp> {
   const version = { 'solana-core': opts.version, 'feature-set': null };
 
-  const jsonRpc = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
-    const body = await readBody(req, JSONRPC_BODY_MAX);
-    if (!body.ok) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
-    const env = parseEnvelope(body.bytes);
+  const jsonRpc = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
+    if (body === null) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
+    const env = parseEnvelope(body);
     const id = env.id;
     if (pipeline.authorize(apiKey) === undefined) {
       const u = rejection('unauthorized');
@@ -88,30 +112,39 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     if (env.method === 'sendTransaction') {
       const p = parseSendParams(env.params);
       if (!p.ok) return json(res, errorAnswer(id, p.error));
-      const o = await pipeline.submit(p.preflight === undefined ? { apiKey, bytes: p.bytes, transport: 'jsonrpc' } : { apiKey, bytes: p.bytes, transport: 'jsonrpc', preflight: p.preflight });
-      return json(res, outcomeAnswer(id, o));
+      if (p.preflight === undefined) return json(res, outcomeAnswer(id, pipeline.submitNow({ apiKey, bytes: p.bytes, transport: 'jsonrpc' })));
+      pipeline.submit({ apiKey, bytes: p.bytes, transport: 'jsonrpc', preflight: p.preflight }).then(
+        (o) => json(res, outcomeAnswer(id, o)),
+        (err: unknown) => failed(res, err),
+      );
+      return;
     }
     if (env.method === 'getVersion') return json(res, resultAnswer(id, version));
     return json(res, errorAnswer(id, JSONRPC_ERRORS.methodNotFound));
   };
 
-  const binary = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
-    const body = await readBody(req, BINARY_BODY_MAX);
-    if (!body.ok) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
-    answerPlain(res, pipeline, apiKey, body.bytes, 'binary');
+  const binary = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
+    if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    answerPlain(res, pipeline, apiKey, body, 'binary');
   };
 
-  const plaintext = async (req: http.IncomingMessage, res: http.ServerResponse, apiKey: string | null): Promise<void> => {
-    const body = await readBody(req, PLAINTEXT_BODY_MAX);
-    if (!body.ok) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
-    if (!isUtf8(body.bytes)) return text(res, HTTP_FRAMING.invalidUtf8.status, HTTP_FRAMING.invalidUtf8.text);
-    const tx = decodeBase64Strict(body.bytes.toString('utf8').trim());
+  const plaintext = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
+    if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    if (!isUtf8(body)) return text(res, HTTP_FRAMING.invalidUtf8.status, HTTP_FRAMING.invalidUtf8.text);
+    const tx = decodeBase64Strict(body.toString('utf8').trim());
     if (tx === null) return text(res, HTTP_FRAMING.invalidBase64.status, HTTP_FRAMING.invalidBase64.text);
     if (tx.length > MAX_TX_SZ) return text(res, HTTP_FRAMING.decodedTooLarge.status, HTTP_FRAMING.decodedTooLarge.text);
     answerPlain(res, pipeline, apiKey, tx, 'plaintext');
   };
 
+  /** A bug, not a client error: answer 500 and keep serving. The error carries no request data. */
+  const failed = (res: http.ServerResponse, err: unknown): void => {
+    opts.log.error({ err }, 'submission request failed');
+    if (!res.headersSent) text(res, 500, 'internal error');
+  };
+
   const server = http.createServer({ keepAliveTimeout: opts.keepAliveTimeoutMs, requestTimeout: opts.requestTimeoutMs }, (req, res) => {
+    corkForThisTurn(req.socket);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -122,13 +155,32 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     const route = path === '/' ? jsonRpc : path === '/binary' ? binary : path === '/plaintext' ? plaintext : null;
     if (route === null) return text(res, HTTP_FRAMING.notFound.status, HTTP_FRAMING.notFound.text);
     if (req.method !== 'POST') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
-    route(req, res, queryParam(url, 'api-key')).catch((err: unknown) => {
-      // A bug, not a client error: answer 500 and keep serving. The error carries no request data.
-      opts.log.error({ err }, 'submission request failed');
-      if (!res.headersSent) text(res, 500, 'internal error');
+    const limit = route === jsonRpc ? JSONRPC_BODY_MAX : route === binary ? BINARY_BODY_MAX : PLAINTEXT_BODY_MAX;
+    const apiKey = queryParam(url, 'api-key');
+    readBody(req, limit, (body) => {
+      try {
+        route(res, apiKey, body);
+      } catch (err) {
+        failed(res, err);
+      }
     });
   });
   server.maxConnections = opts.maxConnections;
+  const perIp = new Map<string, number>();
+  server.on('connection', (socket) => {
+    const ip = socket.remoteAddress ?? '';
+    const n = (perIp.get(ip) ?? 0) + 1;
+    if (n > opts.maxConnectionsPerIp) {
+      socket.destroy();
+      return;
+    }
+    perIp.set(ip, n);
+    socket.once('close', () => {
+      const left = (perIp.get(ip) ?? 1) - 1;
+      if (left <= 0) perIp.delete(ip);
+      else perIp.set(ip, left);
+    });
+  });
   server.headersTimeout = Math.min(opts.requestTimeoutMs, 60_000);
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');

@@ -73,6 +73,11 @@ export function rejection(reason: RejectReason): Rejection {
   return REJECTIONS[reason];
 }
 
+/** The QUIC stream-ack status byte of an outcome (0x00 accepted, else the table's byte). */
+export function quicStatus(o: { ok: true } | { ok: false; reason: RejectReason }): number {
+  return o.ok ? QUIC_STATUS.accepted : REJECTIONS[o.reason].quic;
+}
+
 /** The message with its detail, as JSON-RPC and the plain-text routes show it. */
 export function rejectionMessage(reason: RejectReason, detail?: string): string {
   const m = REJECTIONS[reason].jsonrpc.message;

@@ -17,6 +17,7 @@ const BENCHES: BenchModule[] = [
   { file: './bus', title: 'bus', entry: 'benchBus' },
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
+  { file: './submit', title: 'submit', entry: 'benchSubmit' },
   { file: './quic', title: 'quic', entry: 'benchQuic' },
 ];
 

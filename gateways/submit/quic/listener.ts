@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Rental } from '../../../bus/topics/rentals';
 import type { Log } from '../../../infra/log';
 import type { Outcome, Submission } from '../pipeline';
-import { rejection } from '../rejections';
+import { quicStatus, rejection } from '../rejections';
 import { decodeFrame, encodeVerdict, FrameReader, STATUS_FRAME_BYTES, writeStatus, type InFrame } from './bridge-codec';
 import { subjectCommonName } from './client-cert';
 import type { QuicConfig } from './config';
@@ -293,7 +293,7 @@ export class QuicListener {
         this.opts.log.error({ err: (e as Error).message }, 'quic: the pipeline threw');
         o = { ok: false, reason: 'forward_failed' };
       }
-      status = o.ok ? 0x00 : rejection(o.reason).quic;
+      status = quicStatus(o);
       this.twins.note(conn, tx, pathKind, status, now);
     }
     if (kind === 'stream') this.answer(req, status);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import net from 'node:net';
 import bs58 from 'bs58';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { waitFor } from '../../support/wait';
@@ -240,6 +241,31 @@ describe('submit HTTP transport', function () {
       assert.deepEqual(j.json.error, { code: -32001, message: 'rate limit exceeded' });
     } finally {
       await limited.close();
+    }
+  });
+
+  it('caps open connections per client address; the others keep being served', async () => {
+    const capped = await startHarness({ upstreams: [up.url], config: { maxConnectionsPerIp: 2 } });
+    const socks: net.Socket[] = [];
+    try {
+      const closed: boolean[] = [];
+      for (let i = 0; i < 3; i++) {
+        const s = net.connect(capped.service.http.port, '127.0.0.1');
+        socks.push(s);
+        closed.push(false);
+        s.on('close', () => (closed[i] = true));
+        s.on('error', () => undefined);
+        await new Promise<void>((r) => s.once('connect', () => r()));
+      }
+      await waitFor(() => closed[2] === true, 5000, 'the third connection to be closed');
+      assert.deepEqual(closed, [false, false, true]);
+      socks[0]!.destroy();
+      await waitFor(() => closed[0] === true, 5000, 'a slot to free');
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal((await fetch(`${capped.base}/health`)).status, 200);
+    } finally {
+      for (const s of socks) s.destroy();
+      await capped.close();
     }
   });
 

@@ -37,3 +37,12 @@ describe('submit rejection table', () => {
     }
   });
 });
+
+describe('submit quicStatus', () => {
+  it('0x00 for an accepted outcome, the table byte otherwise', async () => {
+    const { quicStatus } = await import('../../../gateways/submit/rejections');
+    assert.equal(quicStatus({ ok: true }), 0x00);
+    assert.equal(quicStatus({ ok: false, reason: 'missing_tip' }), 0x03);
+    assert.equal(quicStatus({ ok: false, reason: 'signature_count_mismatch' }), 0x07);
+  });
+});

@@ -1,0 +1,298 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import dgram from 'node:dgram';
+import net from 'node:net';
+import bs58 from 'bs58';
+import { Keypair } from '@solana/web3.js';
+import { EmbeddedBus } from '../../bus/embedded';
+import { rentalsFromList } from '../../bus/rental-registry';
+import { defaultTopicSpecs } from '../../bus/topics';
+import { UsageProducer } from '../../bus/usage-producer';
+import { uuidToRaw } from '../../gateways/submit/api-key';
+import { parseSubmitConfig } from '../../gateways/submit/config';
+import type { Forwarder } from '../../gateways/submit/forwarder';
+import { SubmitMetrics } from '../../gateways/submit/metrics';
+import { SubmitPipeline } from '../../gateways/submit/pipeline';
+import { startSubmit } from '../../gateways/submit/service';
+import { tipRule } from '../../gateways/submit/tip';
+import { createLogger } from '../../infra/log';
+import { Registry } from '../../infra/metrics';
+import { decodeTransaction } from '../../ingest/txn/decode';
+import { legacyTx, MIN_TIP, TIP_ACCOUNTS } from '../gateways/submit/support';
+import type { BenchResult } from './stats';
+
+// Submission on one core. The service runs in a child process with everything on (API key lookup, rate limit,
+// size, parse, signature verification, tip rule, signature cache, usage events on an embedded bus) and a sink
+// Forwarder (counts, sends nothing), so the figures are the service's own cost. Load comes from this process:
+// pre-built raw HTTP/1.1 requests pipelined over a few keep-alive sockets (no HTTP client library), and pre-built
+// UDP datagrams — far cheaper per request than the server's work. "Per core" = accepted transactions divided by
+// the child's CPU seconds (user + system) over the phase, so other load on the machine does not skew it.
+// Same-run references: bare ed25519 verifications/s (crypto.verify with a cached KeyObject over the very same
+// messages) and the pipeline called directly (no transport), both on one core in this process.
+// BENCH_SUBMIT_SECONDS sets each phase's length (default 3).
+
+const SECONDS = Number(process.env.BENCH_SUBMIT_SECONDS ?? 3);
+const TXS = 2_000;
+const PAYERS = 64;
+const CONNECTIONS = 4;
+const WINDOW = 32;
+const CHILD_ENV = 'MERIDIAN_SUBMIT_BENCH_CHILD';
+const TIPS_ENV = 'MERIDIAN_SUBMIT_BENCH_TIPS';
+const API_KEY = '5d0c0b7e-3f7e-4b1a-9d2c-6a1b2c3d4e5f';
+
+class SinkForwarder implements Forwarder {
+  n = 0;
+  forward(): boolean {
+    this.n++;
+    return true;
+  }
+  async close(): Promise<void> {}
+}
+
+function makeTxs(): Buffer[] {
+  const payers = Array.from({ length: PAYERS }, () => Keypair.generate());
+  return Array.from({ length: TXS }, (_, i) => legacyTx({ payer: payers[i % PAYERS]!, amount: 1000 + i }));
+}
+
+// ---------------------------------------------------------------- child: the service under load
+interface Stats {
+  cpuUs: number;
+  sysUs: number;
+  binary: number;
+  jsonrpc: number;
+  udp: number;
+  forwarded: number;
+}
+
+async function serve(): Promise<void> {
+  const bus = new EmbeddedBus();
+  await bus.createTopics(defaultTopicSpecs());
+  const log = createLogger({ level: 'warn' });
+  const registry = new Registry();
+  const usage = new UsageProducer(bus, { registry, log });
+  const sink = new SinkForwarder();
+  const cfg = parseSubmitConfig({
+    enabled: true, listen: '127.0.0.1:0', udp: { listen: '127.0.0.1:0' },
+    // The parent's tip accounts (support.ts makes fresh ones per process).
+    tips: { accounts: (process.env[TIPS_ENV] ?? '').split(','), minLamports: MIN_TIP }, forwardUrls: ['http://127.0.0.1:1/'],
+  });
+  const rentals = rentalsFromList([{ id: 'bench', rps: 0, tps: 1e12, region: 'local', ips: [], apiKeys: [API_KEY], tokens: [], dedicatedPaths: [], pps: 0 }]);
+  const svc = await startSubmit(cfg, { bus, rentals, usage, log, registry, forwarder: sink });
+  const m = svc.pipeline.metrics;
+  const stats = (): Stats => {
+    const c = process.cpuUsage();
+    return { cpuUs: c.user + c.system, sysUs: c.system, binary: m.value('binary', 'accepted'), jsonrpc: m.value('jsonrpc', 'accepted'), udp: m.value('udp', 'accepted'), forwarded: sink.n };
+  };
+  process.on('message', (msg: { cmd: string }) => {
+    if (msg.cmd === 'stats') process.send!({ stats: stats() });
+    if (msg.cmd === 'stop') void svc.close().then(() => usage.close()).then(() => bus.close()).then(() => process.exit(0));
+  });
+  process.send!({ ready: { http: svc.http.port, udp: svc.udp!.port } });
+}
+
+// ---------------------------------------------------------------- parent: load and references
+function ask(child: ChildProcess): Promise<Stats> {
+  return new Promise((resolve) => {
+    const on = (m: { stats?: Stats }): void => {
+      if (m.stats === undefined) return;
+      child.off('message', on);
+      resolve(m.stats);
+    };
+    child.on('message', on);
+    child.send({ cmd: 'stats' });
+  });
+}
+
+/** Pipelined HTTP/1.1 over raw sockets: W requests in flight per connection; counts 200 responses. */
+async function httpLoad(port: number, requests: Buffer[], seconds: number): Promise<{ ok: number; other: number }> {
+  let ok = 0;
+  let other = 0;
+  let stop = false;
+  let next = 0;
+  const run = (): Promise<void> => new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.setNoDelay(true);
+    let buf: Buffer = Buffer.alloc(0);
+    let inFlight = 0;
+    const send = (n: number): void => {
+      const batch: Buffer[] = [];
+      for (let i = 0; i < n; i++) batch.push(requests[next++ % requests.length]!);
+      inFlight += n;
+      s.write(Buffer.concat(batch));
+    };
+    s.on('connect', () => send(WINDOW));
+    s.on('error', reject);
+    s.on('data', (d: Buffer) => {
+      buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+      let off = 0;
+      let done = 0;
+      for (;;) {
+        const end = buf.indexOf('\r\n\r\n', off);
+        if (end < 0) break;
+        const cl = buf.indexOf('content-length: ', off);
+        const len = cl >= 0 && cl < end ? parseInt(buf.toString('latin1', cl + 16, buf.indexOf('\r\n', cl)), 10) : 0;
+        if (end + 4 + len > buf.length) break;
+        if (buf[off + 9] === 0x32 && buf[off + 10] === 0x30 && buf[off + 11] === 0x30) ok++;
+        else other++;
+        off = end + 4 + len;
+        done++;
+      }
+      buf = buf.subarray(off);
+      inFlight -= done;
+      if (stop) {
+        if (inFlight === 0) {
+          s.end();
+          resolve();
+        }
+        return;
+      }
+      if (done > 0) send(done);
+    });
+  });
+  const runs = Array.from({ length: CONNECTIONS }, run);
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  stop = true;
+  await Promise.all(runs);
+  return { ok, other };
+}
+
+function httpRequest(path: string, type: string, body: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`POST ${path}?api-key=${API_KEY} HTTP/1.1\r\nHost: bench\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`, 'latin1'), body]);
+}
+
+async function udpLoad(port: number, datagrams: Buffer[], seconds: number): Promise<number> {
+  const s = dgram.createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
+  let sent = 0;
+  const deadline = performance.now() + seconds * 1000;
+  // Bursts, yielding between them so the socket drains; the kernel drops what the server cannot take.
+  while (performance.now() < deadline) {
+    for (let i = 0; i < 64; i++) s.send(datagrams[sent++ % datagrams.length]!, port, '127.0.0.1');
+    await new Promise((r) => setImmediate(r));
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  s.close();
+  return sent;
+}
+
+/** This process's CPU time (user + system): rates per CPU second are per core, whatever else the machine runs. */
+function cpuSeconds(): number {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1e6;
+}
+
+/** Bare crypto.verify over the same messages with cached KeyObjects: the verification limit. */
+function bareVerifyRate(txs: Buffer[], seconds: number): number {
+  const spki = Buffer.from('302a300506032b6570032100', 'hex');
+  const keys = new Map<string, crypto.KeyObject>();
+  const items = txs.map((tx) => {
+    const d = decodeTransaction(tx, 0n);
+    if (!d.ok) throw new Error('bench tx does not decode');
+    const pk = d.tx.accountKeys[0]!;
+    let k = keys.get(pk.toString('hex'));
+    if (k === undefined) keys.set(pk.toString('hex'), (k = crypto.createPublicKey({ key: Buffer.concat([spki, pk]), format: 'der', type: 'spki' })));
+    return { key: k, sig: tx.subarray(1, 65), msg: tx.subarray(65) };
+  });
+  let n = 0;
+  const c0 = cpuSeconds();
+  const end = performance.now() + seconds * 1000;
+  while (performance.now() < end) {
+    for (let i = 0; i < 100; i++) {
+      const it = items[n++ % items.length]!;
+      if (!crypto.verify(null, it.msg, it.key, it.sig)) throw new Error('bench signature does not verify');
+    }
+  }
+  return n / (cpuSeconds() - c0);
+}
+
+/** The whole pipeline called directly (no transport), usage events off: what the transports add is the rest. */
+function directPipelineRate(txs: Buffer[], seconds: number): number {
+  const sink = new SinkForwarder();
+  const p = new SubmitPipeline({
+    rentals: rentalsFromList([{ id: 'd', rps: 0, tps: 1e12, region: '', ips: [], apiKeys: [API_KEY], tokens: [], dedicatedPaths: [], pps: 0 }]),
+    forwarder: sink,
+    tips: tipRule(TIP_ACCOUNTS.map((k) => k.toBase58()), MIN_TIP),
+    metrics: new SubmitMetrics(new Registry()),
+  });
+  let n = 0;
+  const c0 = cpuSeconds();
+  const end = performance.now() + seconds * 1000;
+  while (performance.now() < end) {
+    for (let i = 0; i < 100; i++) {
+      const o = p.submitNow({ apiKey: API_KEY, bytes: txs[n++ % txs.length]!, transport: 'binary' });
+      if (!o.ok) throw new Error(`direct pipeline rejected: ${o.reason}`);
+    }
+  }
+  return n / (cpuSeconds() - c0);
+}
+
+export async function benchSubmit(): Promise<BenchResult[]> {
+  const txs = makeTxs();
+  const child = fork(__filename, [], { execArgv: process.env.BENCH_SUBMIT_PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SUBMIT_PROFILE_DIR}`], env: { ...process.env, [CHILD_ENV]: '1', [TIPS_ENV]: TIP_ACCOUNTS.map((k) => k.toBase58()).join(',') }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ports = await new Promise<{ http: number; udp: number }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`bench server exited (${code})`)));
+    child.on('message', (m: { ready?: { http: number; udp: number } }) => m.ready !== undefined && resolve(m.ready));
+  });
+  const results: BenchResult[] = [];
+  try {
+    const bare = bareVerifyRate(txs, SECONDS);
+    const direct = directPipelineRate(txs, SECONDS);
+    results.push({ bench: 'submit', case: 'reference: bare ed25519 verify, 1 core', figures: { per_s: Math.round(bare), vs_bare: 1 } });
+    results.push({ bench: 'submit', case: 'reference: pipeline called directly, 1 core', figures: { per_s: Math.round(direct), vs_bare: direct / bare } });
+
+    const only = process.env.BENCH_SUBMIT_ONLY; // one phase (profiling): binary | jsonrpc | udp
+    const phase = async (name: string, load: () => Promise<unknown>, field: 'binary' | 'jsonrpc' | 'udp', note: (sent: unknown) => string): Promise<void> => {
+      if (only !== undefined && only !== field) return;
+      const a = await ask(child);
+      const t0 = performance.now();
+      const p0 = cpuSeconds();
+      const sent = await load();
+      const loadCpu = cpuSeconds() - p0;
+      const b = await ask(child);
+      const wall = (performance.now() - t0) / 1000;
+      const accepted = b[field] - a[field];
+      const cpu = (b.cpuUs - a.cpuUs) / 1e6;
+      const perCore = accepted / cpu;
+      results.push({
+        bench: 'submit',
+        case: name,
+        figures: {
+          per_s: Math.round(perCore),
+          vs_bare: perCore / bare,
+          accepted_per_wall_s: Math.round(accepted / wall),
+          server_cpu_pct: Math.round((cpu / wall) * 100),
+          server_kernel_pct_of_cpu: Math.round(((b.sysUs - a.sysUs) / 1e6 / cpu) * 100),
+          loadgen_cpu_pct: Math.round((loadCpu / wall) * 100),
+        },
+        note: note(sent),
+      });
+    };
+    const binReqs = txs.map((tx) => httpRequest('/binary', 'application/octet-stream', tx));
+    // Warm-up (not measured): JIT, key cache, connections; otherwise the first phase pays for it.
+    await httpLoad(ports.http, binReqs, 1);
+    await phase('/binary accepted, per server core', () => httpLoad(ports.http, binReqs, SECONDS), 'binary', (r) => `${CONNECTIONS} keep-alive connections × ${WINDOW} pipelined; responses ${JSON.stringify(r)}`);
+    const rpcReqs = txs.map((tx, i) => httpRequest('/', 'application/json', Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'sendTransaction', params: [bs58.encode(tx)] }))));
+    await phase('JSON-RPC sendTransaction (base58) accepted, per server core', () => httpLoad(ports.http, rpcReqs, SECONDS), 'jsonrpc', (r) => `same load shape; responses ${JSON.stringify(r)}`);
+    const raw = uuidToRaw(API_KEY);
+    const grams = txs.map((tx) => Buffer.concat([raw, tx]));
+    await phase('UDP packets accepted, per server core', () => udpLoad(ports.udp, grams, SECONDS), 'udp', (sent) => `${String(sent)} datagrams sent; the kernel drops what the server cannot take (never answered)`);
+  } finally {
+    child.send({ cmd: 'stop' });
+    await new Promise((r) => {
+      const t = setTimeout(() => {
+        child.kill('SIGKILL');
+        r(undefined);
+      }, 5000);
+      child.once('exit', () => {
+        clearTimeout(t);
+        r(undefined);
+      });
+    });
+  }
+  return results;
+}
+
+if (process.env[CHILD_ENV] === '1' && require.main === module) {
+  void serve();
+}
