@@ -9,6 +9,7 @@ import { parseRentalsConfig, type RentalsConfig } from './rentals-source';
 import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
 import { parseEvmConfig, type EvmGatewayConfig } from '../gateways/evm/config';
 import { parseSubmitConfig, type SubmitConfig } from '../gateways/submit/config';
+import { parseQuicConfig, type QuicConfig } from '../gateways/submit/quic/config';
 
 // One JSON file with a section per component, then environment overrides, then validation.
 //
@@ -43,7 +44,8 @@ export interface Config {
   rentals: RentalsConfig;
   admin: AdminConfig;
   billing: BillingConfig;
-  gateways: { rpc: RpcGatewayConfig; evm: EvmGatewayConfig; submit: SubmitConfig };
+  /** submitQuic is the section gateways.submit.quic (the QUIC transport of the submission service; off unless enabled). */
+  gateways: { rpc: RpcGatewayConfig; evm: EvmGatewayConfig; submit: SubmitConfig; submitQuic: QuicConfig };
 }
 
 function parseBus(raw: unknown): BusConfig {
@@ -94,6 +96,7 @@ export function parseConfig(raw: unknown): Config {
       rpc: parseRpcGatewayConfig({ enabled: false, ...section(section(o.gateways, 'gateways').rpc, 'gateways.rpc') }),
       evm: parseEvmConfig(section(o.gateways, 'gateways').evm),
       submit: parseSubmitConfig(section(o.gateways, 'gateways').submit),
+      submitQuic: parseQuicConfig(section(section(o.gateways, 'gateways').submit, 'gateways.submit').quic),
     },
   };
 }

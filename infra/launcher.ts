@@ -25,6 +25,7 @@ import type { Log } from './log';
 import { openRentals } from './rentals-source';
 import { startSubmit, type SubmitService } from '../gateways/submit/service';
 import { rejectionMessage } from '../gateways/submit/rejections';
+import { QuicListener } from '../gateways/submit/quic/listener';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
 //
@@ -88,6 +89,7 @@ const COMPONENTS: Component[] = [
   { name: 'fanout', start: startFanoutComponent, listenKey: 'fanout.listen' },
   // Surfaces add their block here (rpc, submit, evm, …): each adds its own endpoint keys.
   { name: 'submit', start: startSubmitComponent },
+  { name: 'submit.quic', start: startQuicComponent, listenKey: 'gateways.submit.quic.listen' },
   { name: 'rpc', start: startRpcComponent },
   { name: 'evm', start: startEvmComponent },
   { name: 'demo', start: startDemoComponent }, // last: it sends through whatever `send` the blocks above chose
@@ -229,6 +231,17 @@ async function startSubmitComponent(l: Launch): Promise<void> {
       if (!o.ok) throw new Error(`submission rejected: ${rejectionMessage(o.reason, o.detail)}`);
     };
   }
+}
+
+// --- submit.quic: the QUIC transport (:5000) in front of the submission pipeline. The first start builds the
+// QUIC terminator with cargo (cached under .cache/quic-terminator; progress on stderr).
+async function startQuicComponent(l: Launch): Promise<void> {
+  const c = l.cfg.gateways.submitQuic;
+  if (!c.enabled) return;
+  if (l.submit === undefined) throw new Error('gateways.submit.quic needs the submission service (gateways.submit.enabled)');
+  const quic = await QuicListener.start({ config: c, pipeline: l.submit.pipeline, log: l.log.child({ component: 'submit-quic' }) });
+  l.onStop(() => quic.close());
+  l.endpoints.submit = { ...l.endpoints.submit, quic: joinHostPort(quic.address.host, quic.address.port) };
 }
 
 // --- demo: signed transfers on the local chain, plus the local credentials newcomers and tests use.

@@ -23,6 +23,7 @@ const BENCHES: BenchModule[] = [
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
   { file: './evm', title: 'evm', entry: 'benchEvm' },
   { file: './submit', title: 'submit', entry: 'benchSubmit' },
+  { file: './quic', title: 'quic', entry: 'benchQuic' },
 ];
 
 /** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */
