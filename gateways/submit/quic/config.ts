@@ -1,4 +1,4 @@
-import { ConfigError, bool, hostPort, int, optStr, section } from '../../../infra/config-read';
+import { ConfigError, bool, hostPort, int, num, optStr, section } from '../../../infra/config-read';
 
 // Section `gateways.submit.quic` (env: MERIDIAN__GATEWAYS__SUBMIT__QUIC__<KEY>). Every limit of the listener is here; the ones
 // the QUIC stack itself enforces (streams, idle timeout, handshake rate, total connections) are handed to the
@@ -41,7 +41,8 @@ export function parseQuicConfig(raw: unknown): QuicConfig {
     maxStreamsPerConnection: int(o, 'maxStreamsPerConnection', p, 256, 1, 1 << 20),
     maxUniStreamsPerConnection: int(o, 'maxUniStreamsPerConnection', p, 64, 0, 1 << 20),
     idleTimeoutMs: int(o, 'idleTimeoutMs', p, 30_000, 100, 600_000),
-    handshakesPerSecPerIp: int(o, 'handshakesPerSecPerIp', p, 100, 1),
+    // Fractional rates allowed (0.5 = one handshake per 2 s per IP after the burst).
+    handshakesPerSecPerIp: num(o, 'handshakesPerSecPerIp', p, 100, 0.001),
     handshakeBurstPerIp: int(o, 'handshakeBurstPerIp', p, 200, 1),
     datagramBufferBytes: int(o, 'datagramBufferBytes', p, 256 * 1024, 4096),
     twinWindowMs: int(o, 'twinWindowMs', p, 2_000, 0, 60_000),

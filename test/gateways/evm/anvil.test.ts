@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
+import { projectRoot } from '../../support/paths';
 import { waitFor } from '../../support/wait';
 import { createPublicClient, createWalletClient, http, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -40,7 +41,8 @@ describe('infra/anvil', () => {
   });
 
   it('leaves no anvil behind when the process that started it is killed with SIGKILL', async () => {
-    const module = path.resolve(__dirname, '../../../infra/anvil/anvil');
+    // The compiled module under dist/ (or the TypeScript source in ts-node dev runs), for the child to require.
+    const module = path.join(projectRoot(), __filename.endsWith('.js') ? 'dist' : '', 'infra', 'anvil', 'anvil');
     const parent = spawn(process.execPath, ['-e', `require(${JSON.stringify(module)}).startAnvil({ chainId: 56 }).then((a) => { console.log(a.processGroup); setInterval(() => {}, 1000); })`], { stdio: ['ignore', 'pipe', 'inherit'] });
     const pgid = await new Promise<number>((resolve, reject) => {
       parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
