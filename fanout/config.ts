@@ -12,9 +12,23 @@ export interface FanoutConfig {
   maxFilters: number;
   maxKeysPerList: number;
   maxFilterNameLen: number;
+  /** Filter keys (all lists of all filters) one stream may hold; beyond → INVALID_ARGUMENT too_many_keys. */
+  maxKeysPerStream: number;
+  /** Filter keys one stream may send per second (updates are charged by size as well as count). */
+  maxFilterKeysPerSec: number;
+  /** Filter keys all streams together may hold; an update beyond → RESOURCE_EXHAUSTED filter_capacity. */
+  maxKeysTotal: number;
+  /** Open streams: on one connection, from one IP address, in the process. Beyond → RESOURCE_EXHAUSTED. */
+  maxStreamsPerConnection: number;
+  maxStreamsPerIp: number;
+  maxStreams: number;
   /** Per-subscriber queue bounds; overflow ends that subscriber with DATA_LOSS. */
   queueMaxBytes: number;
   queueMaxMessages: number;
+  /** A subscriber whose oldest queued message is older than this (ms) is ended with DATA_LOSS. */
+  queueMaxLagMs: number;
+  /** Bytes queued for all subscribers together; beyond it the most lagged are ended (DATA_LOSS) first. */
+  queueBudgetBytes: number;
   /** How many recent signatures are remembered to drop duplicates from redundant ingest workers. */
   dedupeWindow: number;
   auth: {
@@ -51,8 +65,16 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     maxFilters: int(o, 'maxFilters', p, 16, 1),
     maxKeysPerList: int(o, 'maxKeysPerList', p, 1000, 1),
     maxFilterNameLen: int(o, 'maxFilterNameLen', p, 128, 1),
+    maxKeysPerStream: int(o, 'maxKeysPerStream', p, 48_000, 1),
+    maxFilterKeysPerSec: int(o, 'maxFilterKeysPerSec', p, 250_000, 1),
+    maxKeysTotal: int(o, 'maxKeysTotal', p, 2_000_000, 1),
+    maxStreamsPerConnection: int(o, 'maxStreamsPerConnection', p, 128, 1),
+    maxStreamsPerIp: int(o, 'maxStreamsPerIp', p, 1024, 1),
+    maxStreams: int(o, 'maxStreams', p, 20_000, 1),
     queueMaxBytes: int(o, 'queueMaxBytes', p, 16 * 1024 * 1024, 1024),
     queueMaxMessages: int(o, 'queueMaxMessages', p, 20_000, 1),
+    queueMaxLagMs: int(o, 'queueMaxLagMs', p, 10_000, 1),
+    queueBudgetBytes: int(o, 'queueBudgetBytes', p, 256 * 1024 * 1024, 1024 * 1024),
     dedupeWindow: int(o, 'dedupeWindow', p, 100_000, 1),
     auth: {
       mode: oneOf(a, 'mode', `${p}.auth`, ['none', 'ip', 'token'] as const, 'none'),

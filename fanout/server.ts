@@ -4,14 +4,16 @@ import type { RentalRegistry } from '../bus/rental-registry';
 import type { Log } from '../infra/log';
 import type { SubscribeRequest } from '../proto/gen/arpc_pb';
 import { addSubscribeService } from '../proto/service';
-import { authenticate } from './auth';
+import { authenticate, peerAddress } from './auth';
 import { resetCall } from './call-reset';
+import { FramedSink, http2StreamOf } from './grpc-stream';
 import type { FanoutConfig } from './config';
 import { wireEncoder } from './encoder';
-import type { StreamError } from './errors';
+import { isStreamError, type StreamError } from './errors';
 import { Fanout, type FanoutStats, type ResponseEncoder } from './fanout';
 import { updateFromRequest } from './request-adapter';
 import type { Session, SessionPort } from './session';
+import type { Sink } from './subscriber-queue';
 
 // The streaming endpoint: a plaintext HTTP/2 grpc-js server with one Subscribe handler registered under every
 // service name of proto/service.ts, fed by an independent bus reader of the stream topics (no consumer group:
@@ -69,12 +71,21 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
       endCall(call, auth.error);
       return;
     }
+    // Responses go straight to the HTTP/2 stream (grpc-stream.ts says why); grpc-js's own write path if the
+    // stream cannot be reached.
+    const h2 = http2StreamOf(call);
+    const sink: Sink = h2 !== null ? new FramedSink(h2) : { write: (chunk) => call.write(chunk), once: (event, listener) => call.once(event, listener) };
     const port: SessionPort = {
-      write: (chunk) => call.write(chunk),
-      once: (event, listener) => call.once(event, listener),
+      write: (chunk) => sink.write(chunk),
+      once: (event, listener) => sink.once(event, listener),
       end: (e) => (e === undefined ? call.end() : endCall(call, e)),
     };
-    const session = hub.open(port, auth.rental);
+    const peer = call.getPeer();
+    const session = hub.open(port, auth.rental, { connection: peer, ip: peerAddress(peer) });
+    if (isStreamError(session)) {
+      endCall(call, session);
+      return;
+    }
     calls.set(session, call);
     call.on('data', (req: SubscribeRequest) => session.handle(updateFromRequest(req)));
     // 'cancelled' comes when the client goes away, and also after our own status is sent; either way it is over.

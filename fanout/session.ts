@@ -3,7 +3,9 @@ import { streamError, type StreamError, type StreamErrorKind } from './errors';
 import { compileFilters, type CompiledFilterSet, type FilterLimits } from './filter';
 import type { FilterIndex } from './filter-index';
 import type { SubscribeUpdate } from './request';
-import { SubscriberQueue, type QueueLimits, type Sink } from './subscriber-queue';
+import type { QueueBudget } from './queue-budget';
+import type { StreamOrigin } from './stream-limits';
+import { SubscriberQueue, type OverflowLimit, type QueueLimits, type Sink } from './subscriber-queue';
 import { UpdateRate } from './update-rate';
 
 // One Subscribe stream and the rules of Endpoint A that belong to it:
@@ -35,6 +37,10 @@ export interface SessionOptions {
   now?: () => number;
   /** A message was handed to the call (`observedAtMs` is NaN for pings and slots). */
   onWrite?: (bytes: number, observedAtMs: number) => void;
+  /** The queue crossed a bound (the session then ends with DATA_LOSS). */
+  onOverflow?: (limit: OverflowLimit) => void;
+  /** The process-wide bound on queued bytes this session's queue charges. */
+  budget?: QueueBudget;
   /** The session is over (exactly once); the owner forgets it. */
   onEnd: (s: Session, reason: EndReason) => void;
 }
@@ -51,12 +57,23 @@ export class Session {
     private readonly port: SessionPort,
     private readonly opts: SessionOptions,
     readonly rental?: Rental,
+    /** Where the stream came from (connection, IP), for the stream caps. */
+    readonly origin?: StreamOrigin,
   ) {
     this.rate = new UpdateRate(opts.limits.maxFilterUpdatesPerSec);
-    this.queue = new SubscriberQueue(port, opts.limits, {
-      onWrite: opts.onWrite,
-      onOverflow: (o) => this.fail(streamError('slowConsumer', o)),
-    });
+    this.queue = new SubscriberQueue(
+      port,
+      opts.limits,
+      {
+        onWrite: opts.onWrite,
+        onOverflow: (o) => {
+          opts.onOverflow?.(o.limit);
+          this.fail(streamError('slowConsumer', o));
+        },
+      },
+      opts.budget,
+      opts.now,
+    );
   }
 
   get isEnded(): boolean {

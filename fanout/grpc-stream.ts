@@ -1,0 +1,73 @@
+import type { Http2Stream } from 'node:http2';
+import type { Sink } from './subscriber-queue';
+
+// grpc-js keeps the HTTP/2 stream of a call to itself, and its per-message write path (an object-mode
+// Writable of 16 messages, one http2 write with its own callback per message) is both the bulk of the
+// per-message CPU and, under load with many streams that stop reading, a stall: we observed every stream of
+// the process stop completing writes at once (peers' windows open, pings still answered) until the streams
+// that had stopped reading were gone — readers included. So response messages bypass it: after grpc-js has
+// sent the response headers (handler: sendMetadata first), messages are framed here and written straight to
+// the Node Http2Stream; grpc-js still reads requests and sends the status (its trailers follow our data on
+// the same stream, in order).
+//
+// The stream is reached through grpc-js internals: ServerDuplexStreamImpl.call (the intercepting call) →
+// .nextCall (the base call) → .stream (the Node Http2Stream). Every step is checked at run time; when a
+// grpc-js upgrade moves them, http2StreamOf returns null and callers fall back to call.write().
+
+/** gRPC message prefix: compressed flag (1 byte, always 0 here) ‖ length (u32 BE). */
+const PREFIX_SZ = 5;
+
+function field(o: unknown, name: string): unknown {
+  return typeof o === 'object' && o !== null && name in o ? (o as Record<string, unknown>)[name] : undefined;
+}
+
+function isHttp2Stream(s: unknown): s is Http2Stream {
+  return typeof field(s, 'close') === 'function' && typeof field(s, 'closed') === 'boolean' && typeof field(s, 'respond') === 'function' && typeof field(s, 'cork') === 'function';
+}
+
+/** The Node Http2Stream under a grpc-js server call, or null. */
+export function http2StreamOf(call: object): Http2Stream | null {
+  let cur: unknown = field(call, 'call');
+  for (let depth = 0; depth < 4 && cur !== undefined; depth++) {
+    const stream = field(cur, 'stream');
+    if (isHttp2Stream(stream)) return stream;
+    cur = field(cur, 'nextCall');
+  }
+  return null;
+}
+
+/**
+ * Writes length-prefixed gRPC messages to an Http2Stream. Everything written in one turn of the event loop is
+ * corked and leaves in one writev (several messages per DATA frame, one native write instead of one per
+ * message). write() returns false once the stream buffers more than its high-water mark; 'drain' follows.
+ */
+export class FramedSink implements Sink {
+  private corked = false;
+
+  constructor(private readonly stream: Http2Stream) {}
+
+  write(msg: Buffer): boolean {
+    const s = this.stream;
+    // The call is over (reset, cancelled, or our status is on its way): the session hears of it from grpc-js.
+    if (s.destroyed || s.writableEnded) return true;
+    if (!this.corked) {
+      this.corked = true;
+      s.cork();
+      process.nextTick(this.uncork);
+    }
+    const prefix = Buffer.allocUnsafe(PREFIX_SZ);
+    prefix[0] = 0;
+    prefix.writeUInt32BE(msg.length, 1);
+    s.write(prefix);
+    return s.write(msg);
+  }
+
+  once(event: 'drain', listener: () => void): unknown {
+    return this.stream.once(event, listener);
+  }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.stream.uncork();
+  };
+}
