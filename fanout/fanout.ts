@@ -107,6 +107,9 @@ export class Fanout {
       maxBytes: cfg.queueMaxBytes,
       maxMessages: cfg.queueMaxMessages,
       maxLagMs: cfg.queueMaxLagMs,
+      maxKeysPerStream: cfg.maxKeysPerStream,
+      maxFilterKeysPerSec: cfg.maxFilterKeysPerSec,
+      maxKeysTotal: cfg.maxKeysTotal,
     };
     this.budget = new QueueBudget(cfg.queueBudgetBytes);
     this.streamLimits = new StreamLimits(cfg);
@@ -127,6 +130,7 @@ export class Fanout {
       queueDepth: () => this.queueDepth(),
       connections: () => this.streamLimits.connections,
       budgetBytes: () => this.budget.maxBytes,
+      indexKeys: () => this.index.totalKeys,
     });
   }
 
@@ -152,6 +156,10 @@ export class Fanout {
         now: this.now,
         onWrite: this.onWrite,
         onOverflow: (limit) => fanoutMetrics.slowConsumer(limit).inc(),
+        onFilterUpdate: (ms, keys) => {
+          fanoutMetrics.filterUpdateMs.observe(ms);
+          fanoutMetrics.filterUpdateKeys.inc(keys);
+        },
         onEnd: this.onEnd,
         budget: this.budget,
       },

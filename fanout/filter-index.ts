@@ -70,36 +70,81 @@ export class FilterIndex<S> {
   private readonly matchAll = new Set<Owner<S>>();
   private readonly owners = new Map<S, Owner<S>>();
   private gen = 0;
+  private listEntries = 0;
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
   private readonly touched: Owner<S>[] = [];
 
-  /** Installs `set` as the subscriber's whole filter set (a replacement, never a patch). */
+  /**
+   * Installs `set` as the subscriber's whole filter set (a replacement, never a patch). A filter carried over
+   * unchanged from the previous set (compileFilters keeps its lists, the same arrays) keeps its entry and
+   * postings, so an update costs what changed, not the size of the map.
+   */
   replace(sub: S, set: CompiledFilterSet): void {
-    this.remove(sub);
-    if (set.filters.length === 0) return;
-    const owner: Owner<S> = { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
+    const old = this.owners.get(sub);
+    if (set.filters.length === 0) return this.remove(sub);
+    const owner: Owner<S> = old ?? { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
+    const kept = new Map<string[], Entry<S>>();
+    if (old !== undefined) for (const e of old.entries) kept.set(e.filter.include, e);
+    const entries: Entry<S>[] = [];
+    let matchAllCount = 0;
     for (const filter of set.filters) {
-      const e: Entry<S> = { owner, filter, bit: 1 << filter.slot, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
-      owner.entries.push(e);
-      for (const k of filter.include) addPosting(this.include, k, e);
-      for (const k of filter.required) addPosting(this.required, k, e);
-      for (const k of filter.exclude) addPosting(this.exclude, k, e);
-      if (filter.include.length === 0 && filter.required.length === 0) owner.matchAllCount++;
+      let e = kept.get(filter.include);
+      if (e !== undefined && e.filter.exclude === filter.exclude && e.filter.required === filter.required) {
+        kept.delete(filter.include);
+        e.filter = filter;
+        e.bit = 1 << filter.slot;
+      } else {
+        e = { owner, filter, bit: 1 << filter.slot, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
+        this.addEntry(e);
+      }
+      entries.push(e);
+      if (filter.include.length === 0 && filter.required.length === 0) matchAllCount++;
     }
-    if (owner.matchAllCount > 0) this.matchAll.add(owner);
+    for (const e of kept.values()) this.removeEntry(e);
+    owner.set = set;
+    owner.entries = entries;
+    owner.matchAllCount = matchAllCount;
+    if (matchAllCount > 0) this.matchAll.add(owner);
+    else this.matchAll.delete(owner);
     this.owners.set(sub, owner);
   }
 
   remove(sub: S): void {
     const owner = this.owners.get(sub);
     if (owner === undefined) return;
-    for (const e of owner.entries) {
-      for (const k of e.filter.include) removePosting(this.include, k, e);
-      for (const k of e.filter.required) removePosting(this.required, k, e);
-      for (const k of e.filter.exclude) removePosting(this.exclude, k, e);
-    }
+    for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
+  }
+
+  /** Keys held by the subscriber's filters (list entries, after de-duplication within a list). */
+  keysOf(sub: S): number {
+    const o = this.owners.get(sub);
+    if (o === undefined) return 0;
+    let n = 0;
+    for (const e of o.entries) n += e.filter.include.length + e.filter.exclude.length + e.filter.required.length;
+    return n;
+  }
+
+  /** List entries held by every subscriber together (what the process-wide key cap bounds). */
+  get totalKeys(): number {
+    return this.listEntries;
+  }
+
+  private addEntry(e: Entry<S>): void {
+    const f = e.filter;
+    for (const k of f.include) addPosting(this.include, k, e);
+    for (const k of f.required) addPosting(this.required, k, e);
+    for (const k of f.exclude) addPosting(this.exclude, k, e);
+    this.listEntries += f.include.length + f.required.length + f.exclude.length;
+  }
+
+  private removeEntry(e: Entry<S>): void {
+    const f = e.filter;
+    for (const k of f.include) removePosting(this.include, k, e);
+    for (const k of f.required) removePosting(this.required, k, e);
+    for (const k of f.exclude) removePosting(this.exclude, k, e);
+    this.listEntries -= f.include.length + f.required.length + f.exclude.length;
   }
 
   has(sub: S): boolean {

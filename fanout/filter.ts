@@ -1,5 +1,6 @@
 import bs58 from 'bs58';
 import { streamError, type ListKind, type StreamError } from './errors';
+import { pubkeyKey58 } from './pubkey58';
 
 // Compile a request's filter map once, at subscribe time (STYLE habit 8): validate every limit and key here,
 // so matching never meets a bad key and never re-parses base58. A compiled key is the 32 raw bytes as a
@@ -30,6 +31,26 @@ export interface CompiledFilter {
   include: string[];
   exclude: string[];
   required: string[];
+  /** What it was compiled from, to tell an unchanged filter in the next update. */
+  spec?: FilterSpec;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameSpec(a: FilterSpec, b: FilterSpec): boolean {
+  return sameList(a.include, b.include) && sameList(a.exclude, b.exclude) && sameList(a.required, b.required);
+}
+
+/** Keys in a filter map as sent (before de-duplication): what an update is charged. */
+export function specKeyCount(entries: ReadonlyArray<readonly [string, FilterSpec]>): number {
+  let n = 0;
+  for (const [, f] of entries) n += f.include.length + f.exclude.length + f.required.length;
+  return n;
 }
 
 export interface CompiledFilterSet {
@@ -49,6 +70,12 @@ function compileList(filter: string, list: ListKind, keys: readonly string[], li
   const out = new Set<string>();
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
+    const fast = pubkeyKey58(key);
+    if (fast !== null) {
+      out.add(fast);
+      continue;
+    }
+    // Not a 32-byte key: bs58 says exactly why.
     const bytes = bs58.decodeUnsafe(key);
     if (bytes === undefined || key.length === 0) {
       return streamError('invalidPubkey', { filter, list, index: i, key, why: 'not valid base58' });
@@ -65,7 +92,11 @@ function compileList(filter: string, list: ListKind, keys: readonly string[], li
  * Validates the whole map before anything changes: a bad entry rejects the request (the stream then ends with
  * INVALID_ARGUMENT), never half of it. Filter order is the request's order, so `filters` lists names stably.
  */
-export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSpec]>, limits: FilterLimits): CompileResult {
+export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSpec]>, limits: FilterLimits, previous?: CompiledFilterSet | null): CompileResult {
+  // A client re-sends the whole map to change one filter: a filter whose name and lists are unchanged keeps its
+  // compiled lists (same arrays, so the index keeps its postings too); only the others are decoded.
+  const before = new Map<string, CompiledFilter>();
+  if (previous !== null && previous !== undefined) for (const f of previous.filters) if (f.spec !== undefined) before.set(f.name, f);
   const max = Math.min(limits.maxFilters, MAX_FILTERS_PER_SET);
   if (entries.length > max) return { ok: false, error: streamError('tooManyFilters', { count: entries.length, max }) };
   const filters: CompiledFilter[] = [];
@@ -73,13 +104,18 @@ export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSp
     if (name.length > limits.maxFilterNameLen) {
       return { ok: false, error: streamError('filterNameTooLong', { filter: name, length: name.length, max: limits.maxFilterNameLen }) };
     }
+    const same = before.get(name);
+    if (same !== undefined && sameSpec(same.spec!, spec)) {
+      filters.push({ ...same, slot: filters.length });
+      continue;
+    }
     const include = compileList(name, 'account_include', spec.include, limits);
     if (!Array.isArray(include)) return { ok: false, error: include };
     const exclude = compileList(name, 'account_exclude', spec.exclude, limits);
     if (!Array.isArray(exclude)) return { ok: false, error: exclude };
     const required = compileList(name, 'account_required', spec.required, limits);
     if (!Array.isArray(required)) return { ok: false, error: required };
-    filters.push({ name, slot: filters.length, include, exclude, required });
+    filters.push({ name, slot: filters.length, include, exclude, required, spec });
   }
   return { ok: true, set: { filters } };
 }

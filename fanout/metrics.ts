@@ -9,6 +9,7 @@ export interface GaugeSource {
   queueDepth(): { sum: number; max: number; bytes: number; lagMaxMs: number };
   connections(): number;
   budgetBytes(): number;
+  indexKeys(): number;
 }
 
 const sources = new Set<GaugeSource>();
@@ -34,6 +35,7 @@ metrics.gauge('meridian_fanout_queue_lag_max_ms', 'Age of the oldest message wai
   for (const s of sources) m = Math.max(m, s.queueDepth().lagMaxMs);
   return m;
 });
+metrics.gauge('meridian_fanout_filter_keys', 'Filter keys held by all streams (bounded by fanout.maxKeysTotal)', undefined, () => sum((s) => s.indexKeys()));
 metrics.gauge('meridian_fanout_connections', 'Connections holding at least one Subscribe stream', undefined, () => sum((s) => s.connections()));
 
 const disconnects = new Map<EndReason, Counter>();
@@ -74,7 +76,6 @@ export const fanoutMetrics = {
   },
   filterUpdateMs: metrics.histogram('meridian_fanout_filter_update_ms', 'Server time to apply one filter-update message (decode, compile, index), ms', [0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 250]),
   filterUpdateKeys: metrics.counter('meridian_fanout_filter_update_keys_total', 'Keys carried by accepted filter-update messages'),
-  filterKeysCompiled: metrics.counter('meridian_fanout_filter_keys_compiled_total', 'Keys decoded and indexed (filters unchanged since the previous update are reused, not recompiled)'),
   addSource(s: GaugeSource): () => void {
     sources.add(s);
     return () => sources.delete(s);

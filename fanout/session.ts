@@ -1,12 +1,12 @@
 import type { Rental } from '../bus/topics/rentals';
 import { streamError, type StreamError, type StreamErrorKind } from './errors';
-import { compileFilters, type CompiledFilterSet, type FilterLimits } from './filter';
+import { compileFilters, specKeyCount, type CompiledFilterSet, type FilterLimits } from './filter';
 import type { FilterIndex } from './filter-index';
 import type { SubscribeUpdate } from './request';
 import type { QueueBudget } from './queue-budget';
 import type { StreamOrigin } from './stream-limits';
 import { SubscriberQueue, type OverflowLimit, type QueueLimits, type Sink } from './subscriber-queue';
-import { UpdateRate } from './update-rate';
+import { KeyRate, UpdateRate } from './update-rate';
 
 // One Subscribe stream and the rules of Endpoint A that belong to it:
 //   - a new stream starts empty: no filters, no slots, no replay;
@@ -30,7 +30,14 @@ export interface SessionPort extends Sink {
 }
 
 export interface SessionOptions {
-  limits: FilterLimits & QueueLimits & { maxFilterUpdatesPerSec: number };
+  limits: FilterLimits &
+    QueueLimits & {
+      maxFilterUpdatesPerSec: number;
+      /** Keys one stream may hold, may send per second, and all streams may hold together (default: no cap). */
+      maxKeysPerStream?: number;
+      maxFilterKeysPerSec?: number;
+      maxKeysTotal?: number;
+    };
   index: FilterIndex<Session>;
   /** Encoded response carrying only this ping_id. */
   pingResponse: (id: number) => Buffer;
@@ -39,6 +46,8 @@ export interface SessionOptions {
   onWrite?: (bytes: number, observedAtMs: number) => void;
   /** The queue crossed a bound (the session then ends with DATA_LOSS). */
   onOverflow?: (limit: OverflowLimit) => void;
+  /** A filter-update message was applied: server time (ms), keys it carried. */
+  onFilterUpdate?: (ms: number, keys: number) => void;
   /** The process-wide bound on queued bytes this session's queue charges. */
   budget?: QueueBudget;
   /** The session is over (exactly once); the owner forgets it. */
@@ -50,6 +59,7 @@ export class Session {
   filters: CompiledFilterSet | null = null;
   private readonly queue: SubscriberQueue;
   private readonly rate: UpdateRate;
+  private readonly keyRate: KeyRate | undefined;
   private ended = false;
 
   constructor(
@@ -61,6 +71,7 @@ export class Session {
     readonly origin?: StreamOrigin,
   ) {
     this.rate = new UpdateRate(opts.limits.maxFilterUpdatesPerSec);
+    this.keyRate = opts.limits.maxFilterKeysPerSec === undefined ? undefined : new KeyRate(opts.limits.maxFilterKeysPerSec);
     this.queue = new SubscriberQueue(
       port,
       opts.limits,
@@ -91,12 +102,22 @@ export class Session {
   handle(u: SubscribeUpdate): void {
     if (this.ended) return;
     if (u.filters.length > 0) {
+      const t0 = performance.now();
+      const lim = this.opts.limits;
       const now = (this.opts.now ?? Date.now)();
-      if (!this.rate.allow(now)) return this.fail(streamError('subscribeRateLimit', { max: this.opts.limits.maxFilterUpdatesPerSec }));
-      const compiled = compileFilters(u.filters, this.opts.limits);
+      if (!this.rate.allow(now)) return this.fail(streamError('subscribeRateLimit', { max: lim.maxFilterUpdatesPerSec }));
+      // Charged by size too, before any decoding: the cost of an update grows with its keys.
+      const keys = specKeyCount(u.filters);
+      if (lim.maxKeysPerStream !== undefined && keys > lim.maxKeysPerStream) return this.fail(streamError('tooManyKeysTotal', { count: keys, max: lim.maxKeysPerStream }));
+      if (this.keyRate !== undefined && !this.keyRate.allow(now, keys)) return this.fail(streamError('subscribeRateLimit', { max: lim.maxFilterKeysPerSec!, unit: 'keys' }));
+      if (lim.maxKeysTotal !== undefined && this.opts.index.totalKeys - this.opts.index.keysOf(this) + keys > lim.maxKeysTotal) {
+        return this.fail(streamError('filterCapacity', { max: lim.maxKeysTotal }));
+      }
+      const compiled = compileFilters(u.filters, lim, this.filters);
       if (!compiled.ok) return this.fail(compiled.error);
       this.filters = compiled.set;
       this.opts.index.replace(this, compiled.set);
+      this.opts.onFilterUpdate?.(performance.now() - t0, keys);
     }
     if (u.newSeenSlots !== undefined) this.newSeenSlots = u.newSeenSlots;
     if (u.pingId !== undefined) this.send(this.opts.pingResponse(u.pingId));
