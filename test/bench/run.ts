@@ -17,6 +17,7 @@ const BENCHES: BenchModule[] = [
   { file: './bus', title: 'bus', entry: 'benchBus' },
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
+  { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
 ];
 
 /** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */
