@@ -14,10 +14,12 @@ export interface FanoutConfig {
   maxFilterNameLen: number;
   /** Filter keys (all lists of all filters) one stream may hold; beyond → INVALID_ARGUMENT too_many_keys. */
   maxKeysPerStream: number;
-  /** Filter keys one stream may send per second (updates are charged by size as well as count). */
+  /** New or changed filter keys one stream may send per second (updates are charged by size as well as count). */
   maxFilterKeysPerSec: number;
   /** Filter keys all streams together may hold; an update beyond → RESOURCE_EXHAUSTED filter_capacity. */
   maxKeysTotal: number;
+  /** New or changed filter keys all streams together may send per second (bounds the CPU spent compiling). */
+  maxFilterKeysPerSecTotal: number;
   /** Open streams: on one connection, from one IP address, in the process. Beyond → RESOURCE_EXHAUSTED. */
   maxStreamsPerConnection: number;
   maxStreamsPerIp: number;
@@ -66,7 +68,8 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     maxKeysPerList: int(o, 'maxKeysPerList', p, 1000, 1),
     maxFilterNameLen: int(o, 'maxFilterNameLen', p, 128, 1),
     maxKeysPerStream: int(o, 'maxKeysPerStream', p, 48_000, 1),
-    maxFilterKeysPerSec: int(o, 'maxFilterKeysPerSec', p, 250_000, 1),
+    maxFilterKeysPerSec: int(o, 'maxFilterKeysPerSec', p, 100_000, 1),
+    maxFilterKeysPerSecTotal: int(o, 'maxFilterKeysPerSecTotal', p, 500_000, 1),
     maxKeysTotal: int(o, 'maxKeysTotal', p, 2_000_000, 1),
     maxStreamsPerConnection: int(o, 'maxStreamsPerConnection', p, 128, 1),
     maxStreamsPerIp: int(o, 'maxStreamsPerIp', p, 1024, 1),

@@ -87,11 +87,14 @@ export const STREAM_ERRORS = {
         ? `subscribe_rate_limit: filter updates carrying more than ${c.max} keys per second; slow down and open a new stream`
         : `subscribe_rate_limit: more than ${c.max} filter-update messages per second; slow down and open a new stream`,
   }),
-  filterCapacity: row<{ max: number }>({
+  filterCapacity: row<{ max: number; busy?: boolean }>({
     code: Status.RESOURCE_EXHAUSTED,
     reason: 'filter_capacity',
     retriable: true,
-    detail: (c) => `the server holds its maximum of ${c.max} filter keys for all streams; retry later or on another instance`,
+    detail: (c) =>
+      c.busy === true
+        ? 'the server is compiling its maximum of filter keys per second for all streams; retry later or on another instance'
+        : `the server holds its maximum of ${c.max} filter keys for all streams; retry later or on another instance`,
   }),
   tooManyStreams: row<{ per: 'connection' | 'ip' | 'server'; max: number }>({
     code: Status.RESOURCE_EXHAUSTED,

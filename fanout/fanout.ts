@@ -12,6 +12,7 @@ import { fanoutMetrics } from './metrics';
 import { QueueBudget } from './queue-budget';
 import { Session, type EndReason, type SessionOptions, type SessionPort } from './session';
 import { StreamLimits, type StreamOrigin } from './stream-limits';
+import { KeyRate } from './update-rate';
 
 // The hub between the bus and the sessions: every stream.transactions record is de-duplicated by signature,
 // decoded as views, matched once through the filter index, encoded once per distinct `filters` list and queued
@@ -82,6 +83,7 @@ export class Fanout {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly lagSweep: NodeJS.Timeout;
   private readonly budget: QueueBudget;
+  private readonly compileBudget: KeyRate;
   private readonly streamLimits: StreamLimits;
   private readonly dropSource: () => void;
   private readonly limits: SessionOptions['limits'];
@@ -112,6 +114,7 @@ export class Fanout {
       maxKeysTotal: cfg.maxKeysTotal,
     };
     this.budget = new QueueBudget(cfg.queueBudgetBytes);
+    this.compileBudget = new KeyRate(cfg.maxFilterKeysPerSecTotal);
     this.streamLimits = new StreamLimits(cfg);
     this.heartbeatBytes = enc.ping(0);
     // One timer for all sessions; every session gets it, whatever its filters (that is how dead peers show).
@@ -162,6 +165,7 @@ export class Fanout {
         },
         onEnd: this.onEnd,
         budget: this.budget,
+        compileBudget: this.compileBudget,
       },
       rental,
       origin,

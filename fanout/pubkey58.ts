@@ -18,16 +18,23 @@ const POW58 = [1, 58, 58 ** 2, 58 ** 3, 58 ** 4, 58 ** 5];
 
 /** The 32 raw bytes as a latin1 string (the filter index's key form), or null when `s` is not such a key. */
 export function pubkeyKey58(s: string): string | null {
-  const n = s.length;
+  if (s.length === 0 || s.length > MAX_CHARS) return null;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 128) return null;
+  return pubkeyKey58Bytes(Buffer.from(s, 'latin1'), 0, s.length);
+}
+
+/** The same for base58 text held as bytes at src[start, end) (the request buffer, no string made). */
+export function pubkeyKey58Bytes(src: Uint8Array, start: number, end: number): string | null {
+  const n = end - start;
   if (n === 0 || n > MAX_CHARS) return null;
   let zeros = 0;
-  while (zeros < n && s.charCodeAt(zeros) === 0x31) zeros++;
+  while (zeros < n && src[start + zeros] === 0x31) zeros++;
   limbs.fill(0);
-  for (let i = zeros; i < n; ) {
-    const take = Math.min(5, n - i);
+  for (let i = start + zeros; i < end; ) {
+    const take = Math.min(5, end - i);
     let carry = 0;
     for (let j = 0; j < take; j++) {
-      const c = s.charCodeAt(i + j);
+      const c = src[i + j]!;
       const d = c < 128 ? DIGIT[c]! : -1;
       if (d < 0) return null;
       carry = carry * 58 + d;

@@ -2,7 +2,6 @@ import * as grpc from '@grpc/grpc-js';
 import type { Bus, Consumer } from '../bus/bus';
 import type { RentalRegistry } from '../bus/rental-registry';
 import type { Log } from '../infra/log';
-import type { SubscribeRequest } from '../proto/gen/arpc_pb';
 import { addSubscribeService } from '../proto/service';
 import { authenticate, peerAddress } from './auth';
 import { resetCall } from './call-reset';
@@ -11,7 +10,8 @@ import type { FanoutConfig } from './config';
 import { wireEncoder } from './encoder';
 import { isStreamError, type StreamError } from './errors';
 import { Fanout, type FanoutStats, type ResponseEncoder } from './fanout';
-import { updateFromRequest } from './request-adapter';
+import type { SubscribeUpdate } from './request';
+import { decodeSubscribeUpdate } from './request-wire';
 import type { Session, SessionPort } from './session';
 import type { Sink } from './subscriber-queue';
 
@@ -34,7 +34,7 @@ export interface FanoutOptions {
   shutdownGraceMs?: number;
 }
 
-type Call = grpc.ServerDuplexStream<SubscribeRequest, Buffer>;
+type Call = grpc.ServerDuplexStream<SubscribeUpdate, Buffer>;
 
 /** Enough for the configured filter limits: every key of every list at its base58 length, plus names. */
 function maxRequestBytes(cfg: FanoutConfig): number {
@@ -87,7 +87,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
       return;
     }
     calls.set(session, call);
-    call.on('data', (req: SubscribeRequest) => session.handle(updateFromRequest(req)));
+    call.on('data', (req: SubscribeUpdate) => session.handle(req));
     // 'cancelled' comes when the client goes away, and also after our own status is sent; either way it is over.
     call.once('cancelled', () => session.clientGone());
     call.once('close', () => {
@@ -104,7 +104,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
   });
-  addSubscribeService(server, handler);
+  // Requests are read by request-wire.ts (keys stay bytes until compiled), not by the generated classes.
+  addSubscribeService(server, handler, decodeSubscribeUpdate);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${hostForUrl(cfg.host)}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err === null ? resolve(p) : reject(err)));
   });

@@ -1,6 +1,6 @@
 import type { Rental } from '../bus/topics/rentals';
 import { streamError, type StreamError, type StreamErrorKind } from './errors';
-import { compileFilters, specKeyCount, type CompiledFilterSet, type FilterLimits } from './filter';
+import { changedKeyCount, compileFilters, specKeyCount, type CompiledFilterSet, type FilterLimits } from './filter';
 import type { FilterIndex } from './filter-index';
 import type { SubscribeUpdate } from './request';
 import type { QueueBudget } from './queue-budget';
@@ -48,6 +48,8 @@ export interface SessionOptions {
   onOverflow?: (limit: OverflowLimit) => void;
   /** A filter-update message was applied: server time (ms), keys it carried. */
   onFilterUpdate?: (ms: number, keys: number) => void;
+  /** Keys per second all streams together may make the server compile (shared by every session). */
+  compileBudget?: KeyRate;
   /** The process-wide bound on queued bytes this session's queue charges. */
   budget?: QueueBudget;
   /** The session is over (exactly once); the owner forgets it. */
@@ -109,7 +111,12 @@ export class Session {
       // Charged by size too, before any decoding: the cost of an update grows with its keys.
       const keys = specKeyCount(u.filters);
       if (lim.maxKeysPerStream !== undefined && keys > lim.maxKeysPerStream) return this.fail(streamError('tooManyKeysTotal', { count: keys, max: lim.maxKeysPerStream }));
-      if (this.keyRate !== undefined && !this.keyRate.allow(now, keys)) return this.fail(streamError('subscribeRateLimit', { max: lim.maxFilterKeysPerSec!, unit: 'keys' }));
+      // What the server must decode: keys of new or changed filters (a re-sent map costs little and is charged so).
+      const changed = changedKeyCount(u.filters, this.filters);
+      if (this.keyRate !== undefined && !this.keyRate.allow(now, changed)) return this.fail(streamError('subscribeRateLimit', { max: lim.maxFilterKeysPerSec!, unit: 'keys' }));
+      if (this.opts.compileBudget !== undefined && !this.opts.compileBudget.allow(now, changed)) {
+        return this.fail(streamError('filterCapacity', { max: lim.maxKeysTotal ?? 0, busy: true }));
+      }
       if (lim.maxKeysTotal !== undefined && this.opts.index.totalKeys - this.opts.index.keysOf(this) + keys > lim.maxKeysTotal) {
         return this.fail(streamError('filterCapacity', { max: lim.maxKeysTotal }));
       }

@@ -1,6 +1,5 @@
 import type { Bus, ProduceRecord } from '../../bus/bus';
 import { encodeTxRecord } from '../../bus/topics/stream-transactions';
-import type { FilterSpec } from '../../fanout/filter';
 import { encodeTransaction } from '../../proto/wire';
 import { b58, fixtureTxs } from '../fanout/support';
 import { rng } from '../../ingest/shred/bench';
@@ -43,9 +42,16 @@ function accountKey(kind: 'user' | 'hot', i: number): Buffer {
 const pick = (r: () => number, n: number): number => Math.floor(r() * n);
 
 /** Subscriber i's filter map (deterministic). */
-export function subscriberFilters(i: number): Array<[string, FilterSpec]> {
+/** A filter as strings (what a client sends; assignable to fanout/filter.ts FilterSpec). */
+export interface TextFilter {
+  include: string[];
+  exclude: string[];
+  required: string[];
+}
+
+export function subscriberFilters(i: number): Array<[string, TextFilter]> {
   const r = rng(WORKLOAD.seed * 7919 + i);
-  const out: Array<[string, FilterSpec]> = [];
+  const out: Array<[string, TextFilter]> = [];
   for (let f = 0; f < WORKLOAD.filtersPerSubscriber; f++) {
     const keys = new Set<string>();
     while (keys.size < WORKLOAD.keysPerFilter) keys.add(b58(accountKey('user', pick(r, WORKLOAD.users))));

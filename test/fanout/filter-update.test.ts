@@ -83,14 +83,18 @@ describe('fanout filter updates at full size', () => {
     assert.equal(index.totalKeys, 0);
   });
 
-  it('updates are charged by size: full-size maps beyond maxFilterKeysPerSec → RESOURCE_EXHAUSTED subscribe_rate_limit', () => {
+  it('updates are charged by the keys they change: new maps beyond maxFilterKeysPerSec → RESOURCE_EXHAUSTED subscribe_rate_limit; re-sends are free', () => {
     const { s, port, ends, tick } = setup({ maxFilterKeysPerSec: 100_000 });
     s.handle(upd(fullMap(3)));
+    for (let i = 0; i < 20; i++) {
+      tick(10);
+      s.handle(upd(fullMap(3))); // unchanged: nothing to decode, nothing charged
+    }
     tick(10);
-    s.handle(upd(fullMap(3)));
-    assert.deepEqual(ends, [], 'two maps (96,000 keys) fit in one second');
+    s.handle(upd(fullMap(4)));
+    assert.deepEqual(ends, [], 'two new maps (96,000 keys) and 20 re-sends fit in one second');
     tick(10);
-    s.handle(upd(fullMap(3)));
+    s.handle(upd(fullMap(5)));
     assert.deepEqual(ends, ['subscribeRateLimit']);
     const e = endError(port);
     assert.equal(e.code, status.RESOURCE_EXHAUSTED);
