@@ -48,6 +48,11 @@ export interface FanoutConfig {
    * stream is reset (a subscriber that stopped reading never lets the status through).
    */
   endGraceMs: number;
+  /**
+   * Write responses straight to the HTTP/2 stream, several per DATA frame (true), or through grpc-js's
+   * per-message write path (false: kept for comparison in the benchmark; it stalls under non-reading peers).
+   */
+  directWrites: boolean;
   /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
   topics: { transactions: string; slots: string };
 }
@@ -86,6 +91,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     rentalsFile: optStr(o, 'rentalsFile', p),
     rentalsFromBus: bool(o, 'rentalsFromBus', p, false),
     endGraceMs: int(o, 'endGraceMs', p, 15_000, 0),
+    directWrites: bool(o, 'directWrites', p, true),
     topics: {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),

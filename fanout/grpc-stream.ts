@@ -25,6 +25,24 @@ function isHttp2Stream(s: unknown): s is Http2Stream {
   return typeof field(s, 'close') === 'function' && typeof field(s, 'closed') === 'boolean' && typeof field(s, 'respond') === 'function' && typeof field(s, 'cork') === 'function';
 }
 
+const noDelaySet = new WeakSet<object>();
+
+/**
+ * Turns Nagle off on the stream's connection (once per connection). Responses leave in few, larger writes;
+ * with Nagle a small tail write waits for the peer's delayed ACK (~40 ms) — measured as a 20 ms p50 at 4,000
+ * tx/s and a flow-control stall at 20 connections. grpc-js does not set it.
+ */
+export function setNoDelay(stream: Http2Stream): void {
+  const session = stream.session;
+  if (session === undefined || noDelaySet.has(session)) return;
+  noDelaySet.add(session);
+  // session.socket is a proxy that refuses socket manipulation; Node keeps the socket itself under a symbol.
+  const sym = Object.getOwnPropertySymbols(session).find((k) => k.description === 'socket');
+  const socket: unknown = sym === undefined ? undefined : (session as unknown as Record<symbol, unknown>)[sym];
+  const set = field(socket, 'setNoDelay');
+  if (typeof set === 'function') (set as (on: boolean) => unknown).call(socket, true);
+}
+
 /** The Node Http2Stream under a grpc-js server call, or null. */
 export function http2StreamOf(call: object): Http2Stream | null {
   let cur: unknown = field(call, 'call');

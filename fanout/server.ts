@@ -5,7 +5,7 @@ import type { Log } from '../infra/log';
 import { addSubscribeService } from '../proto/service';
 import { authenticate, peerAddress } from './auth';
 import { resetCall } from './call-reset';
-import { FramedSink, http2StreamOf } from './grpc-stream';
+import { FramedSink, http2StreamOf, setNoDelay } from './grpc-stream';
 import type { FanoutConfig } from './config';
 import { wireEncoder } from './encoder';
 import { isStreamError, type StreamError } from './errors';
@@ -73,7 +73,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     }
     // Responses go straight to the HTTP/2 stream (grpc-stream.ts says why); grpc-js's own write path if the
     // stream cannot be reached.
-    const h2 = http2StreamOf(call);
+    const h2 = cfg.directWrites ? http2StreamOf(call) : null;
+    if (h2 !== null) setNoDelay(h2);
     const sink: Sink = h2 !== null ? new FramedSink(h2) : { write: (chunk) => call.write(chunk), once: (event, listener) => call.once(event, listener) };
     const port: SessionPort = {
       write: (chunk) => sink.write(chunk),

@@ -18,6 +18,7 @@ const BENCHES: BenchModule[] = [
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
+  { file: './fanout-raw', title: 'fanout per delivered message (raw HTTP/2 load client)', entry: 'benchFanoutRaw' },
 ];
 
 /** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */

@@ -19,10 +19,12 @@ export interface RawStatus {
 export class RawConnection {
   private constructor(readonly session: http2.ClientHttp2Session) {}
 
-  static connect(address: string, settings: http2.Settings = {}): Promise<RawConnection> {
+  /** `connectionWindow`: the connection-level receive window to announce (a load client reads fast). */
+  static connect(address: string, settings: http2.Settings = {}, connectionWindow?: number): Promise<RawConnection> {
     return new Promise((resolve, reject) => {
       const session = http2.connect(`http://${address}`, { settings });
       session.once('connect', () => {
+        if (connectionWindow !== undefined) session.setLocalWindowSize(connectionWindow);
         session.off('error', reject);
         session.on('error', () => undefined); // surfaces per stream as a status
         resolve(new RawConnection(session));
