@@ -14,9 +14,6 @@ import type { Sink } from './subscriber-queue';
 // .nextCall (the base call) → .stream (the Node Http2Stream). Every step is checked at run time; when a
 // grpc-js upgrade moves them, http2StreamOf returns null and callers fall back to call.write().
 
-/** gRPC message prefix: compressed flag (1 byte, always 0 here) ‖ length (u32 BE). */
-const PREFIX_SZ = 5;
-
 function field(o: unknown, name: string): unknown {
   return typeof o === 'object' && o !== null && name in o ? (o as Record<string, unknown>)[name] : undefined;
 }
@@ -55,16 +52,17 @@ export function http2StreamOf(call: object): Http2Stream | null {
 }
 
 /**
- * Writes length-prefixed gRPC messages to an Http2Stream. Everything written in one turn of the event loop is
- * corked and leaves in one writev (several messages per DATA frame, one native write instead of one per
- * message). write() returns false once the stream buffers more than its high-water mark; 'drain' follows.
+ * Writes gRPC messages that already carry their length prefix (encoder.ts framedEncoder) to an Http2Stream.
+ * Everything written in one turn of the event loop is corked and leaves in one writev (several messages per
+ * DATA frame, one native write instead of one per message). write() returns false once the stream buffers
+ * more than its high-water mark; 'drain' follows.
  */
 export class FramedSink implements Sink {
   private corked = false;
 
   constructor(private readonly stream: Http2Stream) {}
 
-  write(msg: Buffer): boolean {
+  write(framed: Buffer): boolean {
     const s = this.stream;
     // The call is over (reset, cancelled, or our status is on its way): the session hears of it from grpc-js.
     if (s.destroyed || s.writableEnded) return true;
@@ -73,11 +71,7 @@ export class FramedSink implements Sink {
       s.cork();
       process.nextTick(this.uncork);
     }
-    const prefix = Buffer.allocUnsafe(PREFIX_SZ);
-    prefix[0] = 0;
-    prefix.writeUInt32BE(msg.length, 1);
-    s.write(prefix);
-    return s.write(msg);
+    return s.write(framed);
   }
 
   once(event: 'drain', listener: () => void): unknown {

@@ -7,7 +7,7 @@ import { authenticate, peerAddress } from './auth';
 import { resetCall } from './call-reset';
 import { FramedSink, http2StreamOf, setNoDelay } from './grpc-stream';
 import type { FanoutConfig } from './config';
-import { wireEncoder } from './encoder';
+import { framedEncoder, GRPC_PREFIX_SZ, wireEncoder } from './encoder';
 import { isStreamError, type StreamError } from './errors';
 import { Fanout, type FanoutStats, type ResponseEncoder } from './fanout';
 import type { SubscribeUpdate } from './request';
@@ -47,7 +47,8 @@ function hostForUrl(host: string): string {
 }
 
 export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRegistry, log: Log, opts: FanoutOptions = {}): Promise<FanoutHandle> {
-  const hub = new Fanout(cfg, opts.encoder ?? wireEncoder, log);
+  // Responses carry their gRPC prefix from the encoder on (framedEncoder): one shared buffer per response.
+  const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log);
   // Kept for re-checking open streams when rentals change.
   const calls = new Map<Session, Call>();
 
@@ -75,7 +76,10 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     // stream cannot be reached.
     const h2 = cfg.directWrites ? http2StreamOf(call) : null;
     if (h2 !== null) setNoDelay(h2);
-    const sink: Sink = h2 !== null ? new FramedSink(h2) : { write: (chunk) => call.write(chunk), once: (event, listener) => call.once(event, listener) };
+    const sink: Sink =
+      h2 !== null
+        ? new FramedSink(h2)
+        : { write: (framed) => call.write(framed.subarray(GRPC_PREFIX_SZ)), once: (event, listener) => call.once(event, listener) };
     const port: SessionPort = {
       write: (chunk) => sink.write(chunk),
       once: (event, listener) => sink.once(event, listener),

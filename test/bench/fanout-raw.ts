@@ -13,6 +13,9 @@ import { sleep, summarize, type BenchResult } from './stats';
 // messages the clients received. Each case runs twice in the same conditions: responses through grpc-js's
 // per-message write path (the reference) and written straight to the HTTP/2 stream (fanout.directWrites).
 
+// FANOUT_BENCH_PROFILE=<dir>: the fanout child runs under --cpu-prof and writes its profile there on exit.
+// FANOUT_BENCH_ONLY=direct|grpc-js, FANOUT_BENCH_CONNECTIONS=20: run a subset.
+const PROFILE_DIR = process.env.FANOUT_BENCH_PROFILE;
 const PHASE_S = 5;
 const RATES = [4000, 12_000];
 const CONNECTION_COUNTS = [1000, 20];
@@ -61,7 +64,7 @@ async function runCase(directWrites: boolean, connections: number): Promise<Benc
       queueMaxLagMs: 60_000,
       queueBudgetBytes: 1 << 30,
     },
-  });
+  }, PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`]);
   const out: BenchResult[] = [];
   let load: Load | undefined;
   try {
@@ -115,8 +118,13 @@ async function runCase(directWrites: boolean, connections: number): Promise<Benc
 
 export async function benchFanoutRaw(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
-  for (const connections of CONNECTION_COUNTS) {
-    for (const direct of [false, true]) results.push(...(await runCase(direct, connections)));
+  const only = process.env.FANOUT_BENCH_ONLY;
+  const conns = process.env.FANOUT_BENCH_CONNECTIONS === undefined ? CONNECTION_COUNTS : [Number(process.env.FANOUT_BENCH_CONNECTIONS)];
+  for (const connections of conns) {
+    for (const direct of [false, true]) {
+      if (only === (direct ? 'grpc-js' : 'direct')) continue;
+      results.push(...(await runCase(direct, connections)));
+    }
   }
   return results;
 }
