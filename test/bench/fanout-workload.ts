@@ -130,7 +130,9 @@ export async function paceFeed(bus: Bus, topic: string, plan: FeedPlan, template
   const pending = new Set<Promise<void>>();
   for (;;) {
     const now = performance.now();
-    const due = Math.min(Math.floor(((Math.min(now, endAt) - t0) / 1000) * plan.rate), Math.round(plan.rate * plan.seconds)) - published;
+    // At the end, exactly rate × seconds (the float product of elapsed time and rate can land just below it).
+    const total = Math.round(plan.rate * plan.seconds);
+    const due = (now >= endAt ? total : Math.min(Math.floor(((now - t0) / 1000) * plan.rate), total)) - published;
     // A late tick (the bench process is busy) makes a big batch; split it below Kafka's 1 MB message limit.
     for (let left = due; left > 0; ) {
       const n = Math.min(left, MAX_RECORDS_PER_PRODUCE);
