@@ -12,9 +12,25 @@ export interface FanoutConfig {
   maxFilters: number;
   maxKeysPerList: number;
   maxFilterNameLen: number;
+  /** Filter keys (all lists of all filters) one stream may hold; beyond → INVALID_ARGUMENT too_many_keys. */
+  maxKeysPerStream: number;
+  /** New or changed filter keys one stream may send per second (updates are charged by size as well as count). */
+  maxFilterKeysPerSec: number;
+  /** Filter keys all streams together may hold; an update beyond → RESOURCE_EXHAUSTED filter_capacity. */
+  maxKeysTotal: number;
+  /** New or changed filter keys all streams together may send per second (bounds the CPU spent compiling). */
+  maxFilterKeysPerSecTotal: number;
+  /** Open streams: on one connection, from one IP address, in the process. Beyond → RESOURCE_EXHAUSTED. */
+  maxStreamsPerConnection: number;
+  maxStreamsPerIp: number;
+  maxStreams: number;
   /** Per-subscriber queue bounds; overflow ends that subscriber with DATA_LOSS. */
   queueMaxBytes: number;
   queueMaxMessages: number;
+  /** A subscriber whose oldest queued message is older than this (ms) is ended with DATA_LOSS. */
+  queueMaxLagMs: number;
+  /** Bytes queued for all subscribers together; beyond it the most lagged are ended (DATA_LOSS) first. */
+  queueBudgetBytes: number;
   /** How many recent signatures are remembered to drop duplicates from redundant ingest workers. */
   dedupeWindow: number;
   auth: {
@@ -32,6 +48,11 @@ export interface FanoutConfig {
    * stream is reset (a subscriber that stopped reading never lets the status through).
    */
   endGraceMs: number;
+  /**
+   * Write responses straight to the HTTP/2 stream, several per DATA frame (true), or through grpc-js's
+   * per-message write path (false: kept for comparison in the benchmark; it stalls under non-reading peers).
+   */
+  directWrites: boolean;
   /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
   topics: { transactions: string; slots: string };
 }
@@ -51,8 +72,17 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     maxFilters: int(o, 'maxFilters', p, 16, 1),
     maxKeysPerList: int(o, 'maxKeysPerList', p, 1000, 1),
     maxFilterNameLen: int(o, 'maxFilterNameLen', p, 128, 1),
+    maxKeysPerStream: int(o, 'maxKeysPerStream', p, 48_000, 1),
+    maxFilterKeysPerSec: int(o, 'maxFilterKeysPerSec', p, 100_000, 1),
+    maxFilterKeysPerSecTotal: int(o, 'maxFilterKeysPerSecTotal', p, 500_000, 1),
+    maxKeysTotal: int(o, 'maxKeysTotal', p, 2_000_000, 1),
+    maxStreamsPerConnection: int(o, 'maxStreamsPerConnection', p, 128, 1),
+    maxStreamsPerIp: int(o, 'maxStreamsPerIp', p, 1024, 1),
+    maxStreams: int(o, 'maxStreams', p, 20_000, 1),
     queueMaxBytes: int(o, 'queueMaxBytes', p, 16 * 1024 * 1024, 1024),
     queueMaxMessages: int(o, 'queueMaxMessages', p, 20_000, 1),
+    queueMaxLagMs: int(o, 'queueMaxLagMs', p, 10_000, 1),
+    queueBudgetBytes: int(o, 'queueBudgetBytes', p, 256 * 1024 * 1024, 1024 * 1024),
     dedupeWindow: int(o, 'dedupeWindow', p, 100_000, 1),
     auth: {
       mode: oneOf(a, 'mode', `${p}.auth`, ['none', 'ip', 'token'] as const, 'none'),
@@ -61,6 +91,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     rentalsFile: optStr(o, 'rentalsFile', p),
     rentalsFromBus: bool(o, 'rentalsFromBus', p, false),
     endGraceMs: int(o, 'endGraceMs', p, 15_000, 0),
+    directWrites: bool(o, 'directWrites', p, true),
     topics: {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),

@@ -11,3 +11,28 @@ export const wireEncoder: ResponseEncoder = {
   ping: (id) => encodePingResponse(id),
   slot: (createdAtMs, slot) => encodeSlotResponse(slot, createdAtMs),
 };
+
+/** gRPC message prefix: compressed flag (0) ‖ length (u32 BE). */
+export const GRPC_PREFIX_SZ = 5;
+
+function framed(msg: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(GRPC_PREFIX_SZ + msg.length);
+  out[0] = 0;
+  out.writeUInt32BE(msg.length, 1);
+  msg.copy(out, GRPC_PREFIX_SZ);
+  return out;
+}
+
+/**
+ * The same responses, each already carrying its gRPC length prefix: encoded once per distinct response and
+ * shared by every subscriber it goes to, so the transport writes it as is (one write, no per-subscriber
+ * prefix). A path that needs the bare message takes `buf.subarray(GRPC_PREFIX_SZ)` (a view, no copy).
+ */
+export function framedEncoder(enc: ResponseEncoder): ResponseEncoder {
+  return {
+    filterNames: (names) => enc.filterNames(names),
+    transaction: (createdAtMs, filterField, txMessage) => framed(enc.transaction(createdAtMs, filterField, txMessage)),
+    ping: (id) => framed(enc.ping(id)),
+    slot: (createdAtMs, slot) => framed(enc.slot(createdAtMs, slot)),
+  };
+}

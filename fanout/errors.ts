@@ -28,6 +28,12 @@ function echo(s: string): string {
   return JSON.stringify(s.length > ECHO_MAX ? `${s.slice(0, ECHO_MAX)}…` : s);
 }
 
+function slowWhat(c: { limit: 'bytes' | 'messages' | 'lag' | 'budget'; max: number }): string {
+  if (c.limit === 'lag') return `oldest queued message older than ${c.max} ms`;
+  if (c.limit === 'budget') return `send queues of all streams reached the server's ${c.max}-byte budget and this stream lagged most`;
+  return `send queue exceeded ${c.max} ${c.limit}`;
+}
+
 export type ListKind = 'account_include' | 'account_exclude' | 'account_required';
 
 interface Row<C> {
@@ -66,11 +72,35 @@ export const STREAM_ERRORS = {
     retriable: false,
     detail: (c) => `filter ${echo(c.filter)} ${c.list} has ${c.count} keys (at most ${c.max})`,
   }),
-  subscribeRateLimit: row<{ max: number }>({
+  tooManyKeysTotal: row<{ count: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'too_many_keys',
+    retriable: false,
+    detail: (c) => `filter map has ${c.count} keys in all (at most ${c.max} per stream)`,
+  }),
+  subscribeRateLimit: row<{ max: number; unit?: 'keys' }>({
     code: Status.RESOURCE_EXHAUSTED,
     reason: 'subscribe_rate_limit',
     retriable: false,
-    detail: (c) => `subscribe_rate_limit: more than ${c.max} filter-update messages per second; slow down and open a new stream`,
+    detail: (c) =>
+      c.unit === 'keys'
+        ? `subscribe_rate_limit: filter updates carrying more than ${c.max} keys per second; slow down and open a new stream`
+        : `subscribe_rate_limit: more than ${c.max} filter-update messages per second; slow down and open a new stream`,
+  }),
+  filterCapacity: row<{ max: number; busy?: boolean }>({
+    code: Status.RESOURCE_EXHAUSTED,
+    reason: 'filter_capacity',
+    retriable: true,
+    detail: (c) =>
+      c.busy === true
+        ? 'the server is compiling its maximum of filter keys per second for all streams; retry later or on another instance'
+        : `the server holds its maximum of ${c.max} filter keys for all streams; retry later or on another instance`,
+  }),
+  tooManyStreams: row<{ per: 'connection' | 'ip' | 'server'; max: number }>({
+    code: Status.RESOURCE_EXHAUSTED,
+    reason: 'too_many_streams',
+    retriable: false,
+    detail: (c) => (c.per === 'server' ? `the server holds its maximum of ${c.max} streams; retry later or on another instance` : `too many streams on this ${c.per === 'ip' ? 'IP address' : 'connection'} (at most ${c.max}); close one first`),
   }),
   unauthenticated: row<{ why: 'missing' | 'unknown' }>({
     code: Status.UNAUTHENTICATED,
@@ -91,11 +121,11 @@ export const STREAM_ERRORS = {
     // The contract fixes the prefix; clients match on it.
     detail: (c) => `PPS limit requirement not met: the rental has ${c.pps} PPS, this endpoint requires ${c.required}`,
   }),
-  slowConsumer: row<{ limit: 'bytes' | 'messages'; max: number }>({
+  slowConsumer: row<{ limit: 'bytes' | 'messages' | 'lag' | 'budget'; max: number }>({
     code: Status.DATA_LOSS,
     reason: 'slow_consumer',
     retriable: true,
-    detail: (c) => `slow consumer: send queue exceeded ${c.max} ${c.limit}; reconnect and reconcile the gap through JSON-RPC`,
+    detail: (c) => `slow consumer: ${slowWhat(c)}; reconnect and reconcile the gap through JSON-RPC`,
   }),
   shuttingDown: row<Record<string, never>>({
     code: Status.UNAVAILABLE,

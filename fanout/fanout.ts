@@ -5,11 +5,14 @@ import type { Rental } from '../bus/topics/rentals';
 import type { Log } from '../infra/log';
 import type { FanoutConfig } from './config';
 import { RecentKeys } from './dedupe';
-import type { StreamError } from './errors';
+import { streamError, type StreamError } from './errors';
 import { maskNames, type CompiledFilterSet } from './filter';
 import { FilterIndex } from './filter-index';
 import { fanoutMetrics } from './metrics';
+import { QueueBudget } from './queue-budget';
 import { Session, type EndReason, type SessionOptions, type SessionPort } from './session';
+import { StreamLimits, type StreamOrigin } from './stream-limits';
+import { KeyRate } from './update-rate';
 
 // The hub between the bus and the sessions: every stream.transactions record is de-duplicated by signature,
 // decoded as views, matched once through the filter index, encoded once per distinct `filters` list and queued
@@ -41,8 +44,24 @@ export interface FanoutStats {
   dedupeDrops: number;
   badRecords: number;
   disconnects: Partial<Record<EndReason, number>>;
-  queue: { sum: number; max: number; bytes: number };
+  queue: QueueStats;
+  /** Streams held per connection/IP bookkeeping. */
+  connections: number;
   index: { subscribers: number; matchAll: number; keys: number };
+}
+
+export interface QueueStats {
+  /** Messages waiting, all subscribers; the fullest queue. */
+  sum: number;
+  max: number;
+  /** Bytes waiting, all subscribers (what the process budget bounds), and the highest value seen. */
+  bytes: number;
+  peakBytes: number;
+  budgetBytes: number;
+  /** Subscribers ended to stay within the budget. */
+  budgetEvictions: number;
+  /** Age of the oldest waiting message, ms. */
+  lagMaxMs: number;
 }
 
 /** Slots are few per second; this covers minutes of redundant ingest workers. */
@@ -62,6 +81,10 @@ export class Fanout {
   private readonly namesCache = new WeakMap<CompiledFilterSet, Map<number, NamesField>>();
   private readonly heartbeatBytes: Buffer;
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly lagSweep: NodeJS.Timeout;
+  private readonly budget: QueueBudget;
+  private readonly compileBudget: KeyRate;
+  private readonly streamLimits: StreamLimits;
   private readonly dropSource: () => void;
   private readonly limits: SessionOptions['limits'];
   private readonly topics: FanoutConfig['topics'];
@@ -85,18 +108,47 @@ export class Fanout {
       maxFilterUpdatesPerSec: cfg.maxFilterUpdatesPerSec,
       maxBytes: cfg.queueMaxBytes,
       maxMessages: cfg.queueMaxMessages,
+      maxLagMs: cfg.queueMaxLagMs,
+      maxKeysPerStream: cfg.maxKeysPerStream,
+      maxFilterKeysPerSec: cfg.maxFilterKeysPerSec,
+      maxKeysTotal: cfg.maxKeysTotal,
     };
+    this.budget = new QueueBudget(cfg.queueBudgetBytes);
+    this.compileBudget = new KeyRate(cfg.maxFilterKeysPerSecTotal);
+    this.streamLimits = new StreamLimits(cfg);
     this.heartbeatBytes = enc.ping(0);
     // One timer for all sessions; every session gets it, whatever its filters (that is how dead peers show).
     this.heartbeat = setInterval(() => {
       for (const s of this.sessions) s.send(this.heartbeatBytes);
     }, cfg.heartbeatMs);
     this.heartbeat.unref();
-    this.dropSource = fanoutMetrics.addSource({ subscribers: () => this.sessions.size, queueDepth: () => this.queueDepth() });
+    // A queue that lags but receives nothing new is caught here (a push checks the bound too).
+    this.lagSweep = setInterval(() => {
+      const now = this.now();
+      for (const q of [...this.budget.backlogged]) q.checkLag(now);
+    }, Math.min(1000, Math.max(10, Math.floor(cfg.queueMaxLagMs / 2))));
+    this.lagSweep.unref();
+    this.dropSource = fanoutMetrics.addSource({
+      subscribers: () => this.sessions.size,
+      queueDepth: () => this.queueDepth(),
+      connections: () => this.streamLimits.connections,
+      budgetBytes: () => this.budget.maxBytes,
+      indexKeys: () => this.index.totalKeys,
+    });
   }
 
-  /** A new stream, empty: no filters, no slots. */
-  open(port: SessionPort, rental?: Rental): Session {
+  /**
+   * A new stream, empty: no filters, no slots. `origin` (connection and IP) counts it against the per-connection
+   * and per-IP caps; a refused stream is returned as the error to end it with (already counted as a disconnect).
+   */
+  open(port: SessionPort, rental?: Rental, origin?: StreamOrigin): Session | StreamError {
+    const refusal = this.closed ? null : this.streamLimits.admit(origin);
+    if (refusal !== null) {
+      const e = streamError('tooManyStreams', refusal);
+      fanoutMetrics.streamRefused(refusal.per).inc();
+      this.refused(e);
+      return e;
+    }
     const s = new Session(
       this.nextId++,
       port,
@@ -106,9 +158,17 @@ export class Fanout {
         pingResponse: (id) => (id === 0 ? this.heartbeatBytes : this.enc.ping(id)),
         now: this.now,
         onWrite: this.onWrite,
+        onOverflow: (limit) => fanoutMetrics.slowConsumer(limit).inc(),
+        onFilterUpdate: (ms, keys) => {
+          fanoutMetrics.filterUpdateMs.observe(ms);
+          fanoutMetrics.filterUpdateKeys.inc(keys);
+        },
         onEnd: this.onEnd,
+        budget: this.budget,
+        compileBudget: this.compileBudget,
       },
       rental,
+      origin,
     );
     if (this.closed) s.shutdown();
     else this.sessions.add(s);
@@ -133,12 +193,20 @@ export class Fanout {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeat);
+    clearInterval(this.lagSweep);
     for (const s of [...this.sessions]) s.shutdown();
     this.dropSource();
   }
 
   stats(): FanoutStats {
-    return { subscribers: this.sessions.size, ...this.counts, disconnects: { ...this.disconnects }, queue: this.queueDepth(), index: this.index.size };
+    return {
+      subscribers: this.sessions.size,
+      ...this.counts,
+      disconnects: { ...this.disconnects },
+      queue: this.queueDepth(),
+      connections: this.streamLimits.connections,
+      index: this.index.size,
+    };
   }
 
   private onTransaction(m: BusMessage): void {
@@ -206,7 +274,7 @@ export class Fanout {
   };
 
   private readonly onEnd = (s: Session, reason: EndReason): void => {
-    this.sessions.delete(s);
+    if (this.sessions.delete(s)) this.streamLimits.release(s.origin);
     this.countEnd(reason);
     if (reason !== 'client' && reason !== 'server_close') this.log.info({ session: s.id, rental: s.rental?.id, reason }, 'stream ended by server');
   };
@@ -216,17 +284,16 @@ export class Fanout {
     fanoutMetrics.disconnect(reason).inc();
   }
 
-  private queueDepth(): { sum: number; max: number; bytes: number } {
+  private queueDepth(): QueueStats {
     let sum = 0;
     let max = 0;
-    let bytes = 0;
     for (const s of this.sessions) {
       const d = s.queueDepth;
       sum += d;
       if (d > max) max = d;
-      bytes += s.queueBytes;
     }
-    return { sum, max, bytes };
+    const b = this.budget;
+    return { sum, max, bytes: b.bytes, peakBytes: b.peak, budgetBytes: b.maxBytes, budgetEvictions: b.evictions, lagMaxMs: b.maxLagMs(this.now()) };
   }
 
   private dropDuplicate(): void {

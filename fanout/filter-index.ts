@@ -39,67 +39,128 @@ export interface Match<S> {
   set: CompiledFilterSet;
 }
 
-/** The entries listing one key, and the last match() that visited them (a repeated key is visited once). */
+/**
+ * Every entry listing one key, by list, and the last match() that visited the key (a repeated key is visited
+ * once). One map for all three lists: one lookup per transaction key. Arrays, not Sets: most keys have one
+ * entry, and an array costs one allocation. Removal scans its array — a posting holds at most every stream's
+ * filters that list this key, and the process-wide key cap (fanout.maxKeysTotal) bounds the sum of all
+ * postings, so a replacement costs at most its keys × that bound and nothing grows without limit.
+ */
 interface Posting<S> {
-  entries: Set<Entry<S>>;
   gen: number;
+  inc: Entry<S>[] | null;
+  req: Entry<S>[] | null;
+  exc: Entry<S>[] | null;
 }
 
-type Postings<S> = Map<string, Posting<S>>;
+type ListName = 'inc' | 'req' | 'exc';
 
-function addPosting<S>(p: Postings<S>, key: string, e: Entry<S>): void {
+function addPosting<S>(p: Map<string, Posting<S>>, key: string, list: ListName, e: Entry<S>): void {
   let s = p.get(key);
   if (s === undefined) {
-    s = { entries: new Set(), gen: 0 };
+    s = { gen: 0, inc: null, req: null, exc: null };
     p.set(key, s);
   }
-  s.entries.add(e);
+  const arr = s[list];
+  if (arr === null) s[list] = [e];
+  else arr.push(e);
 }
 
-function removePosting<S>(p: Postings<S>, key: string, e: Entry<S>): void {
+function removePosting<S>(p: Map<string, Posting<S>>, key: string, list: ListName, e: Entry<S>): void {
   const s = p.get(key);
   if (s === undefined) return;
-  s.entries.delete(e);
-  if (s.entries.size === 0) p.delete(key);
+  const arr = s[list];
+  if (arr === null) return;
+  const i = arr.indexOf(e);
+  if (i < 0) return;
+  if (arr.length === 1) s[list] = null;
+  else {
+    arr[i] = arr[arr.length - 1]!;
+    arr.pop();
+  }
+  if (s.inc === null && s.req === null && s.exc === null) p.delete(key);
 }
 
 export class FilterIndex<S> {
-  private readonly include: Postings<S> = new Map();
-  private readonly required: Postings<S> = new Map();
-  private readonly exclude: Postings<S> = new Map();
+  private readonly postings = new Map<string, Posting<S>>();
   private readonly matchAll = new Set<Owner<S>>();
   private readonly owners = new Map<S, Owner<S>>();
   private gen = 0;
+  private listEntries = 0;
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
   private readonly touched: Owner<S>[] = [];
 
-  /** Installs `set` as the subscriber's whole filter set (a replacement, never a patch). */
+  /**
+   * Installs `set` as the subscriber's whole filter set (a replacement, never a patch). A filter carried over
+   * unchanged from the previous set (compileFilters keeps its lists, the same arrays) keeps its entry and
+   * postings, so an update costs what changed, not the size of the map.
+   */
   replace(sub: S, set: CompiledFilterSet): void {
-    this.remove(sub);
-    if (set.filters.length === 0) return;
-    const owner: Owner<S> = { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
+    const old = this.owners.get(sub);
+    if (set.filters.length === 0) return this.remove(sub);
+    const owner: Owner<S> = old ?? { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
+    const kept = new Map<string[], Entry<S>>();
+    if (old !== undefined) for (const e of old.entries) kept.set(e.filter.include, e);
+    const entries: Entry<S>[] = [];
+    let matchAllCount = 0;
     for (const filter of set.filters) {
-      const e: Entry<S> = { owner, filter, bit: 1 << filter.slot, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
-      owner.entries.push(e);
-      for (const k of filter.include) addPosting(this.include, k, e);
-      for (const k of filter.required) addPosting(this.required, k, e);
-      for (const k of filter.exclude) addPosting(this.exclude, k, e);
-      if (filter.include.length === 0 && filter.required.length === 0) owner.matchAllCount++;
+      let e = kept.get(filter.include);
+      if (e !== undefined && e.filter.exclude === filter.exclude && e.filter.required === filter.required) {
+        kept.delete(filter.include);
+        e.filter = filter;
+        e.bit = 1 << filter.slot;
+      } else {
+        e = { owner, filter, bit: 1 << filter.slot, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
+        this.addEntry(e);
+      }
+      entries.push(e);
+      if (filter.include.length === 0 && filter.required.length === 0) matchAllCount++;
     }
-    if (owner.matchAllCount > 0) this.matchAll.add(owner);
+    for (const e of kept.values()) this.removeEntry(e);
+    owner.set = set;
+    owner.entries = entries;
+    owner.matchAllCount = matchAllCount;
+    if (matchAllCount > 0) this.matchAll.add(owner);
+    else this.matchAll.delete(owner);
     this.owners.set(sub, owner);
   }
 
   remove(sub: S): void {
     const owner = this.owners.get(sub);
     if (owner === undefined) return;
-    for (const e of owner.entries) {
-      for (const k of e.filter.include) removePosting(this.include, k, e);
-      for (const k of e.filter.required) removePosting(this.required, k, e);
-      for (const k of e.filter.exclude) removePosting(this.exclude, k, e);
-    }
+    for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
+  }
+
+  /** Keys held by the subscriber's filters (list entries, after de-duplication within a list). */
+  keysOf(sub: S): number {
+    const o = this.owners.get(sub);
+    if (o === undefined) return 0;
+    let n = 0;
+    for (const e of o.entries) n += e.filter.include.length + e.filter.exclude.length + e.filter.required.length;
+    return n;
+  }
+
+  /** List entries held by every subscriber together (what the process-wide key cap bounds). */
+  get totalKeys(): number {
+    return this.listEntries;
+  }
+
+  private addEntry(e: Entry<S>): void {
+    const f = e.filter;
+    for (const k of f.include) addPosting(this.postings, k, 'inc', e);
+    for (const k of f.required) addPosting(this.postings, k, 'req', e);
+    for (const k of f.exclude) addPosting(this.postings, k, 'exc', e);
+    this.listEntries += f.include.length + f.required.length + f.exclude.length;
+  }
+
+  private removeEntry(e: Entry<S>): void {
+    const f = e.filter;
+    for (const k of f.include) removePosting(this.postings, k, 'inc', e);
+    for (const k of f.required) removePosting(this.postings, k, 'req', e);
+    for (const k of f.exclude) removePosting(this.postings, k, 'exc', e);
+    this.listEntries -= f.include.length + f.required.length + f.exclude.length;
   }
 
   has(sub: S): boolean {
@@ -107,7 +168,7 @@ export class FilterIndex<S> {
   }
 
   get size(): { subscribers: number; matchAll: number; keys: number } {
-    return { subscribers: this.owners.size, matchAll: this.matchAll.size, keys: this.include.size + this.required.size + this.exclude.size };
+    return { subscribers: this.owners.size, matchAll: this.matchAll.size, keys: this.postings.size };
   }
 
   /**
@@ -121,29 +182,28 @@ export class FilterIndex<S> {
     // A malformed transaction may repeat a key; a posting already visited for this transaction is skipped
     // (stamped with `gen`), so a repeat can neither count twice towards `required` nor cost a second walk.
     for (let off = 0; off + PUBKEY_LEN <= keys.length; off += PUBKEY_LEN) {
-      const k = keyString(keys, off);
-      const inc = this.include.get(k);
-      if (inc !== undefined && inc.gen !== gen) {
-        inc.gen = gen;
-        for (const e of inc.entries) {
+      const p = this.postings.get(keyString(keys, off));
+      if (p === undefined || p.gen === gen) continue;
+      p.gen = gen;
+      const inc = p.inc;
+      if (inc !== null) {
+        for (let i = 0; i < inc.length; i++) {
+          const e = inc[i]!;
           fresh(e, gen).includeHit = true;
           touch(touched, e.owner, gen);
         }
       }
-      const req = this.required.get(k);
-      if (req !== undefined && req.gen !== gen) {
-        req.gen = gen;
-        for (const e of req.entries) {
+      const req = p.req;
+      if (req !== null) {
+        for (let i = 0; i < req.length; i++) {
+          const e = req[i]!;
           fresh(e, gen).requiredHits++;
           touch(touched, e.owner, gen);
         }
       }
       // An exclusion alone never makes a match, so it marks without touching.
-      const exc = this.exclude.get(k);
-      if (exc !== undefined && exc.gen !== gen) {
-        exc.gen = gen;
-        for (const e of exc.entries) fresh(e, gen).excluded = true;
-      }
+      const exc = p.exc;
+      if (exc !== null) for (let i = 0; i < exc.length; i++) fresh(exc[i]!, gen).excluded = true;
     }
     for (const o of this.matchAll) touch(touched, o, gen);
 

@@ -1,5 +1,7 @@
 import bs58 from 'bs58';
 import { streamError, type ListKind, type StreamError } from './errors';
+import { pubkeyKey58, pubkeyKey58Bytes } from './pubkey58';
+import type { WireKeys } from './request-wire';
 
 // Compile a request's filter map once, at subscribe time (STYLE habit 8): validate every limit and key here,
 // so matching never meets a bad key and never re-parses base58. A compiled key is the 32 raw bytes as a
@@ -7,11 +9,16 @@ import { streamError, type ListKind, type StreamError } from './errors';
 
 export const PUBKEY_LEN = 32;
 
-/** One named filter as the client sent it (base58 strings). */
+/** A list of base58 keys: strings, or the request's bytes with offsets (request-wire.ts, no strings made). */
+export type KeyList = readonly string[] | WireKeys;
+
+/** One named filter as the client sent it. */
 export interface FilterSpec {
-  include: readonly string[];
-  exclude: readonly string[];
-  required: readonly string[];
+  include: KeyList;
+  exclude: KeyList;
+  required: KeyList;
+  /** A digest of the filter's wire bytes, when it came off the wire: equal digests = unchanged filter. */
+  digest?: string;
 }
 
 export interface FilterLimits {
@@ -30,6 +37,42 @@ export interface CompiledFilter {
   include: string[];
   exclude: string[];
   required: string[];
+  /** What it was compiled from, to tell an unchanged filter in the next update. */
+  spec?: FilterSpec;
+}
+
+function sameList(a: KeyList, b: KeyList): boolean {
+  if (a === b) return true;
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameSpec(a: FilterSpec, b: FilterSpec): boolean {
+  if (a.digest !== undefined || b.digest !== undefined) return a.digest === b.digest;
+  return sameList(a.include, b.include) && sameList(a.exclude, b.exclude) && sameList(a.required, b.required);
+}
+
+/**
+ * Keys an update makes the server decode and index: those of every filter that is new or changed since
+ * `previous` (an unchanged filter is reused as is). What an update is charged against the keys-per-second caps.
+ */
+export function changedKeyCount(entries: ReadonlyArray<readonly [string, FilterSpec]>, previous: CompiledFilterSet | null): number {
+  const before = new Map<string, FilterSpec>();
+  if (previous !== null) for (const f of previous.filters) if (f.spec !== undefined) before.set(f.name, f.spec);
+  let n = 0;
+  for (const [name, f] of entries) {
+    const old = before.get(name);
+    if (old === undefined || !sameSpec(old, f)) n += f.include.length + f.exclude.length + f.required.length;
+  }
+  return n;
+}
+
+/** Keys in a filter map as sent (before de-duplication): what the per-stream key cap counts. */
+export function specKeyCount(entries: ReadonlyArray<readonly [string, FilterSpec]>): number {
+  let n = 0;
+  for (const [, f] of entries) n += f.include.length + f.exclude.length + f.required.length;
+  return n;
 }
 
 export interface CompiledFilterSet {
@@ -44,11 +87,18 @@ export function keyString(bytes: Buffer, offset = 0): string {
 }
 
 /** Decodes and de-duplicates one list (a repeated key in `required` must not need two hits). */
-function compileList(filter: string, list: ListKind, keys: readonly string[], limits: FilterLimits): string[] | StreamError {
+function compileList(filter: string, list: ListKind, keys: KeyList, limits: FilterLimits): string[] | StreamError {
   if (keys.length > limits.maxKeysPerList) return streamError('tooManyKeys', { filter, list, count: keys.length, max: limits.maxKeysPerList });
   const out = new Set<string>();
+  const wire = Array.isArray(keys) ? null : (keys as WireKeys);
   for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
+    const fast = wire !== null ? pubkeyKey58Bytes(wire.bytes, wire.offs[2 * i]!, wire.offs[2 * i + 1]!) : pubkeyKey58((keys as readonly string[])[i]!);
+    if (fast !== null) {
+      out.add(fast);
+      continue;
+    }
+    // Not a 32-byte key: bs58 says exactly why.
+    const key = wire !== null ? wire.text(i) : (keys as readonly string[])[i]!;
     const bytes = bs58.decodeUnsafe(key);
     if (bytes === undefined || key.length === 0) {
       return streamError('invalidPubkey', { filter, list, index: i, key, why: 'not valid base58' });
@@ -65,7 +115,11 @@ function compileList(filter: string, list: ListKind, keys: readonly string[], li
  * Validates the whole map before anything changes: a bad entry rejects the request (the stream then ends with
  * INVALID_ARGUMENT), never half of it. Filter order is the request's order, so `filters` lists names stably.
  */
-export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSpec]>, limits: FilterLimits): CompileResult {
+export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSpec]>, limits: FilterLimits, previous?: CompiledFilterSet | null): CompileResult {
+  // A client re-sends the whole map to change one filter: a filter whose name and lists are unchanged keeps its
+  // compiled lists (same arrays, so the index keeps its postings too); only the others are decoded.
+  const before = new Map<string, CompiledFilter>();
+  if (previous !== null && previous !== undefined) for (const f of previous.filters) if (f.spec !== undefined) before.set(f.name, f);
   const max = Math.min(limits.maxFilters, MAX_FILTERS_PER_SET);
   if (entries.length > max) return { ok: false, error: streamError('tooManyFilters', { count: entries.length, max }) };
   const filters: CompiledFilter[] = [];
@@ -73,13 +127,19 @@ export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSp
     if (name.length > limits.maxFilterNameLen) {
       return { ok: false, error: streamError('filterNameTooLong', { filter: name, length: name.length, max: limits.maxFilterNameLen }) };
     }
+    const same = before.get(name);
+    if (same !== undefined && sameSpec(same.spec!, spec)) {
+      filters.push({ ...same, slot: filters.length });
+      continue;
+    }
     const include = compileList(name, 'account_include', spec.include, limits);
     if (!Array.isArray(include)) return { ok: false, error: include };
     const exclude = compileList(name, 'account_exclude', spec.exclude, limits);
     if (!Array.isArray(exclude)) return { ok: false, error: exclude };
     const required = compileList(name, 'account_required', spec.required, limits);
     if (!Array.isArray(required)) return { ok: false, error: required };
-    filters.push({ name, slot: filters.length, include, exclude, required });
+    // A wire spec is kept by its digest only: its lists point into the request buffer, which must not stay alive.
+    filters.push({ name, slot: filters.length, include, exclude, required, spec: spec.digest !== undefined ? { include: [], exclude: [], required: [], digest: spec.digest } : spec });
   }
   return { ok: true, set: { filters } };
 }

@@ -6,7 +6,10 @@ import type { EndReason } from './session';
 
 export interface GaugeSource {
   subscribers(): number;
-  queueDepth(): { sum: number; max: number; bytes: number };
+  queueDepth(): { sum: number; max: number; bytes: number; lagMaxMs: number };
+  connections(): number;
+  budgetBytes(): number;
+  indexKeys(): number;
 }
 
 const sources = new Set<GaugeSource>();
@@ -26,7 +29,27 @@ metrics.gauge('meridian_fanout_queue_depth_max', 'Messages waiting in the fulles
 });
 metrics.gauge('meridian_fanout_queue_bytes_sum', 'Bytes waiting in subscriber queues, all subscribers', undefined, () => sum((s) => s.queueDepth().bytes));
 
+metrics.gauge('meridian_fanout_queue_budget_bytes', 'Configured bound on bytes waiting in all subscriber queues together', undefined, () => sum((s) => s.budgetBytes()));
+metrics.gauge('meridian_fanout_queue_lag_max_ms', 'Age of the oldest message waiting in any subscriber queue, ms', undefined, () => {
+  let m = 0;
+  for (const s of sources) m = Math.max(m, s.queueDepth().lagMaxMs);
+  return m;
+});
+metrics.gauge('meridian_fanout_filter_keys', 'Filter keys held by all streams (bounded by fanout.maxKeysTotal)', undefined, () => sum((s) => s.indexKeys()));
+metrics.gauge('meridian_fanout_connections', 'Connections holding at least one Subscribe stream', undefined, () => sum((s) => s.connections()));
+
 const disconnects = new Map<EndReason, Counter>();
+const slowConsumers = new Map<string, Counter>();
+const refusals = new Map<string, Counter>();
+
+function labelled(m: Map<string, Counter>, name: string, help: string, label: string, value: string): Counter {
+  let c = m.get(value);
+  if (c === undefined) {
+    c = metrics.counter(name, help, { [label]: value });
+    m.set(value, c);
+  }
+  return c;
+}
 
 export const fanoutMetrics = {
   messagesSent: metrics.counter('meridian_fanout_messages_sent_total', 'Responses handed to subscriber streams'),
@@ -43,6 +66,16 @@ export const fanoutMetrics = {
     }
     return c;
   },
+  /** Subscribers ended with DATA_LOSS, by the bound they crossed (bytes, messages, lag, budget). */
+  slowConsumer(limit: string): Counter {
+    return labelled(slowConsumers, 'meridian_fanout_slow_consumers_total', 'Subscribers ended with DATA_LOSS, by the bound crossed (bytes|messages|lag: own queue; budget: all queues)', 'limit', limit);
+  },
+  /** Streams refused at open, by the cap (connection, ip, server). */
+  streamRefused(per: string): Counter {
+    return labelled(refusals, 'meridian_fanout_streams_refused_total', 'Subscribe streams refused at open by a stream cap (per connection, per IP, per server)', 'per', per);
+  },
+  filterUpdateMs: metrics.histogram('meridian_fanout_filter_update_ms', 'Server time to apply one filter-update message (decode, compile, index), ms', [0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 250]),
+  filterUpdateKeys: metrics.counter('meridian_fanout_filter_update_keys_total', 'Keys carried by accepted filter-update messages'),
   addSource(s: GaugeSource): () => void {
     sources.add(s);
     return () => sources.delete(s);

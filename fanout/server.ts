@@ -2,16 +2,18 @@ import * as grpc from '@grpc/grpc-js';
 import type { Bus, Consumer } from '../bus/bus';
 import type { RentalRegistry } from '../bus/rental-registry';
 import type { Log } from '../infra/log';
-import type { SubscribeRequest } from '../proto/gen/arpc_pb';
 import { addSubscribeService } from '../proto/service';
-import { authenticate } from './auth';
+import { authenticate, peerAddress } from './auth';
 import { resetCall } from './call-reset';
+import { FramedSink, http2StreamOf, setNoDelay } from './grpc-stream';
 import type { FanoutConfig } from './config';
-import { wireEncoder } from './encoder';
-import type { StreamError } from './errors';
+import { framedEncoder, GRPC_PREFIX_SZ, wireEncoder } from './encoder';
+import { isStreamError, type StreamError } from './errors';
 import { Fanout, type FanoutStats, type ResponseEncoder } from './fanout';
-import { updateFromRequest } from './request-adapter';
+import type { SubscribeUpdate } from './request';
+import { decodeSubscribeUpdate } from './request-wire';
 import type { Session, SessionPort } from './session';
+import type { Sink } from './subscriber-queue';
 
 // The streaming endpoint: a plaintext HTTP/2 grpc-js server with one Subscribe handler registered under every
 // service name of proto/service.ts, fed by an independent bus reader of the stream topics (no consumer group:
@@ -32,7 +34,7 @@ export interface FanoutOptions {
   shutdownGraceMs?: number;
 }
 
-type Call = grpc.ServerDuplexStream<SubscribeRequest, Buffer>;
+type Call = grpc.ServerDuplexStream<SubscribeUpdate, Buffer>;
 
 /** Enough for the configured filter limits: every key of every list at its base58 length, plus names. */
 function maxRequestBytes(cfg: FanoutConfig): number {
@@ -45,7 +47,8 @@ function hostForUrl(host: string): string {
 }
 
 export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRegistry, log: Log, opts: FanoutOptions = {}): Promise<FanoutHandle> {
-  const hub = new Fanout(cfg, opts.encoder ?? wireEncoder, log);
+  // Responses carry their gRPC prefix from the encoder on (framedEncoder): one shared buffer per response.
+  const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log);
   // Kept for re-checking open streams when rentals change.
   const calls = new Map<Session, Call>();
 
@@ -69,14 +72,27 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
       endCall(call, auth.error);
       return;
     }
+    // Responses go straight to the HTTP/2 stream (grpc-stream.ts says why); grpc-js's own write path if the
+    // stream cannot be reached.
+    const h2 = cfg.directWrites ? http2StreamOf(call) : null;
+    if (h2 !== null) setNoDelay(h2);
+    const sink: Sink =
+      h2 !== null
+        ? new FramedSink(h2)
+        : { write: (framed) => call.write(framed.subarray(GRPC_PREFIX_SZ)), once: (event, listener) => call.once(event, listener) };
     const port: SessionPort = {
-      write: (chunk) => call.write(chunk),
-      once: (event, listener) => call.once(event, listener),
+      write: (chunk) => sink.write(chunk),
+      once: (event, listener) => sink.once(event, listener),
       end: (e) => (e === undefined ? call.end() : endCall(call, e)),
     };
-    const session = hub.open(port, auth.rental);
+    const peer = call.getPeer();
+    const session = hub.open(port, auth.rental, { connection: peer, ip: peerAddress(peer) });
+    if (isStreamError(session)) {
+      endCall(call, session);
+      return;
+    }
     calls.set(session, call);
-    call.on('data', (req: SubscribeRequest) => session.handle(updateFromRequest(req)));
+    call.on('data', (req: SubscribeUpdate) => session.handle(req));
     // 'cancelled' comes when the client goes away, and also after our own status is sent; either way it is over.
     call.once('cancelled', () => session.clientGone());
     call.once('close', () => {
@@ -93,7 +109,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
   });
-  addSubscribeService(server, handler);
+  // Requests are read by request-wire.ts (keys stay bytes until compiled), not by the generated classes.
+  addSubscribeService(server, handler, decodeSubscribeUpdate);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${hostForUrl(cfg.host)}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err === null ? resolve(p) : reject(err)));
   });

@@ -1,10 +1,12 @@
 import type { Rental } from '../bus/topics/rentals';
 import { streamError, type StreamError, type StreamErrorKind } from './errors';
-import { compileFilters, type CompiledFilterSet, type FilterLimits } from './filter';
+import { changedKeyCount, compileFilters, specKeyCount, type CompiledFilterSet, type FilterLimits } from './filter';
 import type { FilterIndex } from './filter-index';
 import type { SubscribeUpdate } from './request';
-import { SubscriberQueue, type QueueLimits, type Sink } from './subscriber-queue';
-import { UpdateRate } from './update-rate';
+import type { QueueBudget } from './queue-budget';
+import type { StreamOrigin } from './stream-limits';
+import { SubscriberQueue, type OverflowLimit, type QueueLimits, type Sink } from './subscriber-queue';
+import { KeyRate, UpdateRate } from './update-rate';
 
 // One Subscribe stream and the rules of Endpoint A that belong to it:
 //   - a new stream starts empty: no filters, no slots, no replay;
@@ -28,13 +30,28 @@ export interface SessionPort extends Sink {
 }
 
 export interface SessionOptions {
-  limits: FilterLimits & QueueLimits & { maxFilterUpdatesPerSec: number };
+  limits: FilterLimits &
+    QueueLimits & {
+      maxFilterUpdatesPerSec: number;
+      /** Keys one stream may hold, may send per second, and all streams may hold together (default: no cap). */
+      maxKeysPerStream?: number;
+      maxFilterKeysPerSec?: number;
+      maxKeysTotal?: number;
+    };
   index: FilterIndex<Session>;
   /** Encoded response carrying only this ping_id. */
   pingResponse: (id: number) => Buffer;
   now?: () => number;
   /** A message was handed to the call (`observedAtMs` is NaN for pings and slots). */
   onWrite?: (bytes: number, observedAtMs: number) => void;
+  /** The queue crossed a bound (the session then ends with DATA_LOSS). */
+  onOverflow?: (limit: OverflowLimit) => void;
+  /** A filter-update message was applied: server time (ms), keys it carried. */
+  onFilterUpdate?: (ms: number, keys: number) => void;
+  /** Keys per second all streams together may make the server compile (shared by every session). */
+  compileBudget?: KeyRate;
+  /** The process-wide bound on queued bytes this session's queue charges. */
+  budget?: QueueBudget;
   /** The session is over (exactly once); the owner forgets it. */
   onEnd: (s: Session, reason: EndReason) => void;
 }
@@ -44,6 +61,7 @@ export class Session {
   filters: CompiledFilterSet | null = null;
   private readonly queue: SubscriberQueue;
   private readonly rate: UpdateRate;
+  private readonly keyRate: KeyRate | undefined;
   private ended = false;
 
   constructor(
@@ -51,12 +69,24 @@ export class Session {
     private readonly port: SessionPort,
     private readonly opts: SessionOptions,
     readonly rental?: Rental,
+    /** Where the stream came from (connection, IP), for the stream caps. */
+    readonly origin?: StreamOrigin,
   ) {
     this.rate = new UpdateRate(opts.limits.maxFilterUpdatesPerSec);
-    this.queue = new SubscriberQueue(port, opts.limits, {
-      onWrite: opts.onWrite,
-      onOverflow: (o) => this.fail(streamError('slowConsumer', o)),
-    });
+    this.keyRate = opts.limits.maxFilterKeysPerSec === undefined ? undefined : new KeyRate(opts.limits.maxFilterKeysPerSec);
+    this.queue = new SubscriberQueue(
+      port,
+      opts.limits,
+      {
+        onWrite: opts.onWrite,
+        onOverflow: (o) => {
+          opts.onOverflow?.(o.limit);
+          this.fail(streamError('slowConsumer', o));
+        },
+      },
+      opts.budget,
+      opts.now,
+    );
   }
 
   get isEnded(): boolean {
@@ -74,12 +104,27 @@ export class Session {
   handle(u: SubscribeUpdate): void {
     if (this.ended) return;
     if (u.filters.length > 0) {
+      const t0 = performance.now();
+      const lim = this.opts.limits;
       const now = (this.opts.now ?? Date.now)();
-      if (!this.rate.allow(now)) return this.fail(streamError('subscribeRateLimit', { max: this.opts.limits.maxFilterUpdatesPerSec }));
-      const compiled = compileFilters(u.filters, this.opts.limits);
+      if (!this.rate.allow(now)) return this.fail(streamError('subscribeRateLimit', { max: lim.maxFilterUpdatesPerSec }));
+      // Charged by size too, before any decoding: the cost of an update grows with its keys.
+      const keys = specKeyCount(u.filters);
+      if (lim.maxKeysPerStream !== undefined && keys > lim.maxKeysPerStream) return this.fail(streamError('tooManyKeysTotal', { count: keys, max: lim.maxKeysPerStream }));
+      // What the server must decode: keys of new or changed filters (a re-sent map costs little and is charged so).
+      const changed = changedKeyCount(u.filters, this.filters);
+      if (this.keyRate !== undefined && !this.keyRate.allow(now, changed)) return this.fail(streamError('subscribeRateLimit', { max: lim.maxFilterKeysPerSec!, unit: 'keys' }));
+      if (this.opts.compileBudget !== undefined && !this.opts.compileBudget.allow(now, changed)) {
+        return this.fail(streamError('filterCapacity', { max: lim.maxKeysTotal ?? 0, busy: true }));
+      }
+      if (lim.maxKeysTotal !== undefined && this.opts.index.totalKeys - this.opts.index.keysOf(this) + keys > lim.maxKeysTotal) {
+        return this.fail(streamError('filterCapacity', { max: lim.maxKeysTotal }));
+      }
+      const compiled = compileFilters(u.filters, lim, this.filters);
       if (!compiled.ok) return this.fail(compiled.error);
       this.filters = compiled.set;
       this.opts.index.replace(this, compiled.set);
+      this.opts.onFilterUpdate?.(performance.now() - t0, keys);
     }
     if (u.newSeenSlots !== undefined) this.newSeenSlots = u.newSeenSlots;
     if (u.pingId !== undefined) this.send(this.opts.pingResponse(u.pingId));

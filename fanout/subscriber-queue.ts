@@ -1,7 +1,10 @@
+import type { BudgetedQueue, QueueBudget } from './queue-budget';
+
 // One subscriber's outbound queue. The pipeline never waits for a subscriber: messages are written straight to
 // the call while it accepts them (write() returns true); once it pushes back, they wait here until 'drain'.
-// The wait is bounded in messages and in bytes; the push that would cross either bound drops the whole queue
-// and reports overflow, and the owner ends that subscriber alone (DATA_LOSS). Nobody else is slowed.
+// The wait is bounded three ways — messages, bytes, and lag (age of the oldest waiting message) — and the sum
+// over all queues is bounded by the process-wide QueueBudget. The push that would cross a bound drops the
+// whole queue and reports overflow, and the owner ends that subscriber alone (DATA_LOSS). Nobody else is slowed.
 //
 // What sits below this queue is bounded by the transport, not by us: grpc-js's object-mode writable buffer
 // (16 messages) plus the HTTP/2 stream's send window and buffer.
@@ -15,9 +18,12 @@ export interface Sink {
 export interface QueueLimits {
   maxBytes: number;
   maxMessages: number;
+  /** Oldest waiting message older than this (ms) ends the subscriber; default: no lag bound. */
+  maxLagMs?: number;
 }
 
-export type Overflow = { limit: 'bytes' | 'messages'; max: number };
+export type OverflowLimit = 'bytes' | 'messages' | 'lag' | 'budget';
+export type Overflow = { limit: OverflowLimit; max: number };
 
 export interface QueueHooks {
   /** Called when a message is handed to the sink; `tag` is what push() was given (e.g. observed-at). */
@@ -28,19 +34,26 @@ export interface QueueHooks {
 /** Compact the backing array once this many consumed slots sit at its head. */
 const COMPACT_AT = 1024;
 
-export class SubscriberQueue {
+export class SubscriberQueue implements BudgetedQueue {
   private items: Buffer[] = [];
   private tags: number[] = [];
+  /** When each waiting message was queued (ms), for the lag bound and eviction order. */
+  private times: number[] = [];
   private head = 0;
   private queuedBytes = 0;
   private blocked = false;
   private closed = false;
+  private readonly maxLagMs: number;
 
   constructor(
     private readonly sink: Sink,
     private readonly limits: QueueLimits,
     private readonly hooks: QueueHooks,
-  ) {}
+    private readonly budget?: QueueBudget,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.maxLagMs = limits.maxLagMs ?? Number.POSITIVE_INFINITY;
+  }
 
   /** Messages waiting (not yet handed to the sink). */
   get depth(): number {
@@ -55,6 +68,10 @@ export class SubscriberQueue {
     return this.closed;
   }
 
+  get oldestQueuedAt(): number {
+    return this.head < this.times.length ? this.times[this.head]! : Number.POSITIVE_INFINITY;
+  }
+
   /** false when the queue is closed or this push overflowed it (the queue is then closed and empty). */
   push(buf: Buffer, tag = Number.NaN): boolean {
     if (this.closed) return false;
@@ -64,17 +81,44 @@ export class SubscriberQueue {
     }
     if (this.depth + 1 > this.limits.maxMessages) return this.overflow({ limit: 'messages', max: this.limits.maxMessages });
     if (this.queuedBytes + buf.length > this.limits.maxBytes) return this.overflow({ limit: 'bytes', max: this.limits.maxBytes });
+    const now = this.now();
+    if (now - this.oldestQueuedAt > this.maxLagMs) return this.overflow({ limit: 'lag', max: this.maxLagMs });
+    if (this.budget !== undefined) {
+      this.budget.makeRoom(buf.length);
+      if (this.closed) return false; // this queue was the most lagged one
+      this.budget.charge(buf.length);
+      if (this.depth === 0) this.budget.backlogged.add(this);
+    }
     this.items.push(buf);
     this.tags.push(tag);
+    this.times.push(now);
     this.queuedBytes += buf.length;
     return true;
+  }
+
+  /** Ends the subscriber if its oldest waiting message is older than the lag bound (the periodic sweep). */
+  checkLag(now: number): void {
+    if (!this.closed && now - this.oldestQueuedAt > this.maxLagMs) this.overflow({ limit: 'lag', max: this.maxLagMs });
+  }
+
+  /** The process budget needs room: drop everything and end the subscriber. */
+  evict(max: number): void {
+    if (!this.closed) this.overflow({ limit: 'budget', max });
   }
 
   /** Drops everything waiting; later pushes are refused. */
   close(): void {
     this.closed = true;
+    this.reset();
+  }
+
+  private reset(): void {
+    if (this.budget !== undefined && this.queuedBytes > 0) this.budget.release(this.queuedBytes);
+    this.budget?.backlogged.delete(this);
+    // Fresh arrays: the old ones (and the Buffers they reference) become garbage at once.
     this.items = [];
     this.tags = [];
+    this.times = [];
     this.head = 0;
     this.queuedBytes = 0;
   }
@@ -98,19 +142,22 @@ export class SubscriberQueue {
     while (!this.closed && !this.blocked && this.head < this.items.length) {
       const buf = this.items[this.head]!;
       const tag = this.tags[this.head]!;
+      this.items[this.head] = EMPTY; // the sink holds it now; do not keep it alive here too
       this.head++;
       this.queuedBytes -= buf.length;
+      this.budget?.release(buf.length);
       this.writeOne(buf, tag);
     }
-    if (this.closed) return;
+    if (this.closed) return; // close() released the rest
     if (this.head === this.items.length) {
-      this.items = [];
-      this.tags = [];
-      this.head = 0;
+      this.reset();
     } else if (this.head >= COMPACT_AT) {
       this.items = this.items.slice(this.head);
       this.tags = this.tags.slice(this.head);
+      this.times = this.times.slice(this.head);
       this.head = 0;
     }
   };
 }
+
+const EMPTY = Buffer.alloc(0);

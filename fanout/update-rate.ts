@@ -23,3 +23,25 @@ export class UpdateRate {
     return true;
   }
 }
+
+/**
+ * Updates charged by size: a token bucket of keys, `perSec` refilled per second and holding at most one
+ * second's worth, so a burst of full-size maps is cut as soon as it exceeds what a second allows.
+ */
+export class KeyRate {
+  private tokens: number;
+  private last = Number.NaN;
+
+  constructor(private readonly perSec: number) {
+    this.tokens = perSec;
+  }
+
+  /** Charges `keys` at `now` (ms); false (and nothing charged) when the bucket cannot cover them. */
+  allow(now: number, keys: number): boolean {
+    if (!Number.isNaN(this.last)) this.tokens = Math.min(this.perSec, this.tokens + ((now - this.last) * this.perSec) / 1000);
+    this.last = now;
+    if (keys > this.tokens) return false;
+    this.tokens -= keys;
+    return true;
+  }
+}

@@ -125,11 +125,19 @@ export function subscribeServices(serialize: grpc.serialize<Buffer> = passThroug
   return STREAM_SERVICE_NAMES.map((n) => streamServiceDefinition(n, serialize));
 }
 
-export type SubscribeHandler = grpc.handleBidiStreamingCall<SubscribeRequest, Buffer>;
+export type SubscribeHandler<Req = SubscribeRequest> = grpc.handleBidiStreamingCall<Req, Buffer>;
 
-/** Registers handler under all three names. */
-export function addSubscribeService(server: grpc.Server, handler: SubscribeHandler): void {
-  for (const def of subscribeServices()) server.addService(def, { Subscribe: handler });
+/**
+ * Registers handler under all three names. `deserialize` replaces the generated request decoder (a server that
+ * reads requests its own way); it must throw on malformed bytes, which grpc-js answers with INTERNAL.
+ */
+export function addSubscribeService(server: grpc.Server, handler: SubscribeHandler): void;
+export function addSubscribeService<Req>(server: grpc.Server, handler: SubscribeHandler<Req>, deserialize: grpc.deserialize<Req>): void;
+export function addSubscribeService<Req>(server: grpc.Server, handler: SubscribeHandler<Req>, deserialize?: grpc.deserialize<Req>): void {
+  for (const def of subscribeServices()) {
+    const service = deserialize === undefined ? def : { Subscribe: { ...def.Subscribe, requestDeserialize: deserialize } };
+    server.addService(service as unknown as grpc.ServiceDefinition, { Subscribe: handler as unknown as grpc.UntypedHandleCall });
+  }
 }
 
 // ---- client side -----------------------------------------------------------------------------------------

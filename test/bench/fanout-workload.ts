@@ -1,6 +1,5 @@
 import type { Bus, ProduceRecord } from '../../bus/bus';
 import { encodeTxRecord } from '../../bus/topics/stream-transactions';
-import type { FilterSpec } from '../../fanout/filter';
 import { encodeTransaction } from '../../proto/wire';
 import { b58, fixtureTxs } from '../fanout/support';
 import { rng } from '../../ingest/shred/bench';
@@ -43,9 +42,16 @@ function accountKey(kind: 'user' | 'hot', i: number): Buffer {
 const pick = (r: () => number, n: number): number => Math.floor(r() * n);
 
 /** Subscriber i's filter map (deterministic). */
-export function subscriberFilters(i: number): Array<[string, FilterSpec]> {
+/** A filter as strings (what a client sends; assignable to fanout/filter.ts FilterSpec). */
+export interface TextFilter {
+  include: string[];
+  exclude: string[];
+  required: string[];
+}
+
+export function subscriberFilters(i: number): Array<[string, TextFilter]> {
   const r = rng(WORKLOAD.seed * 7919 + i);
-  const out: Array<[string, FilterSpec]> = [];
+  const out: Array<[string, TextFilter]> = [];
   for (let f = 0; f < WORKLOAD.filtersPerSubscriber; f++) {
     const keys = new Set<string>();
     while (keys.size < WORKLOAD.keysPerFilter) keys.add(b58(accountKey('user', pick(r, WORKLOAD.users))));
@@ -124,7 +130,9 @@ export async function paceFeed(bus: Bus, topic: string, plan: FeedPlan, template
   const pending = new Set<Promise<void>>();
   for (;;) {
     const now = performance.now();
-    const due = Math.min(Math.floor(((Math.min(now, endAt) - t0) / 1000) * plan.rate), Math.round(plan.rate * plan.seconds)) - published;
+    // At the end, exactly rate × seconds (the float product of elapsed time and rate can land just below it).
+    const total = Math.round(plan.rate * plan.seconds);
+    const due = (now >= endAt ? total : Math.min(Math.floor(((now - t0) / 1000) * plan.rate), total)) - published;
     // A late tick (the bench process is busy) makes a big batch; split it below Kafka's 1 MB message limit.
     for (let left = due; left > 0; ) {
       const n = Math.min(left, MAX_RECORDS_PER_PRODUCE);

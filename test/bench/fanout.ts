@@ -34,7 +34,7 @@ const STEP_RATES = [6000, 8000, 10_000, 12_000];
 const SUSTAINED_P99_MS = 250;
 
 /** SubscribeResponse bytes → the publish stamp inside signatures[0], or undefined (pings, slots). */
-function publishStamp(b: Buffer): number | undefined {
+export function publishStamp(b: Buffer): number | undefined {
   let o = 0;
   const varint = (): number => {
     let v = 0;

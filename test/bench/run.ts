@@ -17,6 +17,8 @@ const BENCHES: BenchModule[] = [
   { file: './bus', title: 'bus', entry: 'benchBus' },
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
+  { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
+  { file: './fanout-raw', title: 'fanout per delivered message (raw HTTP/2 load client)', entry: 'benchFanoutRaw' },
   { file: './billing', title: 'billing', entry: 'benchBilling' },
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
   { file: './rpc', title: 'rpc gateway', entry: 'benchRpc' },

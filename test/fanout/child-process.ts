@@ -13,11 +13,12 @@ export class FanoutChild {
     readonly address: string,
   ) {}
 
-  static async start(cc: ChildConfig): Promise<FanoutChild> {
+  /** `nodeArgs`: extra node flags for the child (e.g. --expose-gc, --cpu-prof). */
+  static async start(cc: ChildConfig, nodeArgs: string[] = []): Promise<FanoutChild> {
     const compiled = __filename.endsWith('.js');
     const script = path.join(__dirname, compiled ? 'fanout-child.js' : 'fanout-child.ts');
     const proc = fork(script, [], {
-      execArgv: compiled ? [] : ['-r', 'ts-node/register/transpile-only'],
+      execArgv: [...nodeArgs, ...(compiled ? [] : ['-r', 'ts-node/register/transpile-only'])],
       env: { ...process.env, FANOUT_CHILD: JSON.stringify(cc) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -34,8 +35,9 @@ export class FanoutChild {
     return this.proc.pid;
   }
 
-  async usage(): Promise<Extract<ChildReply, { type: 'usage' }>> {
-    this.proc.send({ type: 'usage' } satisfies ChildRequest);
+  /** CPU, memory (peak since the last call, and now) and stats; `gc` collects first when the child exposes gc. */
+  async usage(gc = false): Promise<Extract<ChildReply, { type: 'usage' }>> {
+    this.proc.send({ type: 'usage', gc } satisfies ChildRequest);
     return waitReply(this.proc, 'usage', 10_000);
   }
 

@@ -32,11 +32,11 @@ export interface LatencyCounts {
   count: number;
 }
 
-export type ChildRequest = { type: 'usage' } | { type: 'close' } | { type: 'feed'; [k: string]: unknown };
+export type ChildRequest = { type: 'usage'; gc?: boolean } | { type: 'close' } | { type: 'feed'; [k: string]: unknown };
 
 export type ChildReply =
   | { type: 'ready'; address: string }
-  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; stats: unknown; latency: LatencyCounts }
+  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; now: { rssMb: number; heapMb: number; externalMb: number }; stats: unknown; latency: LatencyCounts }
   | { type: 'fed'; published: number; elapsedMs: number }
   | { type: 'error'; message: string };
 
@@ -72,9 +72,15 @@ async function main(): Promise<void> {
     void (async () => {
       try {
         if (m.type === 'usage') {
+          const gc = (globalThis as { gc?: () => void }).gc;
+          if (m.gc === true && gc !== undefined) {
+            gc();
+            gc();
+          }
           const cpu = process.cpuUsage();
           const mem = process.memoryUsage();
-          send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssMb: Math.max(peakRss, mem.rss) / 2 ** 20, heapMb: Math.max(peakHeap, mem.heapUsed) / 2 ** 20, stats: fanout.stats(), latency: { buckets: fanoutMetrics.latencyMs.buckets, counts: [...fanoutMetrics.latencyMs.counts], count: fanoutMetrics.latencyMs.count } });
+          const now = { rssMb: mem.rss / 2 ** 20, heapMb: mem.heapUsed / 2 ** 20, externalMb: mem.external / 2 ** 20 };
+          send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssMb: Math.max(peakRss, mem.rss) / 2 ** 20, heapMb: Math.max(peakHeap, mem.heapUsed) / 2 ** 20, now, stats: fanout.stats(), latency: { buckets: fanoutMetrics.latencyMs.buckets, counts: [...fanoutMetrics.latencyMs.counts], count: fanoutMetrics.latencyMs.count } });
           peakRss = 0;
           peakHeap = 0;
         } else if (m.type === 'feed') {

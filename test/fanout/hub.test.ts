@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { TOPIC } from '../../bus/topics';
 import type { BusMessage } from '../../bus/bus';
 import { wireEncoder } from '../../fanout/encoder';
+import { isStreamError } from '../../fanout/errors';
 import { Fanout, type ResponseEncoder } from '../../fanout/fanout';
+import type { Session } from '../../fanout/session';
 import { FakePort } from './fake-port';
 import { makeTx, quietLog, slotRecord, testConfig, testKey, testKey58, txRecord, type TestTx } from './support';
 
@@ -35,6 +37,13 @@ describe('fanout hub', () => {
   });
   afterEach(() => hub.close());
 
+  /** Opens a session that no stream cap refuses (no origin given). */
+  const open = (p: FakePort): Session => {
+    const s = hub.open(p);
+    if (isStreamError(s)) return assert.fail(`refused: ${s.details}`);
+    return s;
+  };
+
   const upd = (filters: Array<[string, { include?: string[] }]>, extra: { newSeenSlots?: boolean } = {}) => ({
     filters: filters.map(([n, f]) => [n, { include: f.include ?? [], exclude: [], required: [] }] as const),
     pingId: undefined,
@@ -43,7 +52,7 @@ describe('fanout hub', () => {
 
   it('encodes a transaction once per distinct filter-name list and hands the same bytes to each subscriber', () => {
     const ports = [new FakePort(), new FakePort(), new FakePort()];
-    const [a, b, c] = ports.map((p) => hub.open(p));
+    const [a, b, c] = ports.map(open);
     a!.handle(upd([['main', { include: [testKey58(1)] }]]));
     b!.handle(upd([['main', {}]]));
     c!.handle(upd([['other', { include: [testKey58(1)] }]]));
@@ -58,8 +67,8 @@ describe('fanout hub', () => {
   it('drops duplicate signatures and duplicate slots; counts bad records; slots only where switched on', () => {
     const on = new FakePort();
     const off = new FakePort();
-    hub.open(on).handle(upd([['all', {}]], { newSeenSlots: true }));
-    hub.open(off).handle(upd([['all', {}]]));
+    open(on).handle(upd([['all', {}]], { newSeenSlots: true }));
+    open(off).handle(upd([['all', {}]]));
     const t = makeTx();
     hub.onBatch([txMsg(t), txMsg(t), msg(topics.slots, slotRecord(7n)), msg(topics.slots, slotRecord(7n))]);
     hub.onBatch([msg(topics.transactions, { key: Buffer.alloc(64, 1), value: Buffer.from([9, 9]) }), msg(topics.slots, { key: null, value: null })]);
@@ -74,11 +83,11 @@ describe('fanout hub', () => {
 
   it('close() ends every session with UNAVAILABLE and later sessions at once', () => {
     const p = new FakePort();
-    hub.open(p);
+    open(p);
     hub.close();
     assert.ok(p.ended !== undefined && p.ended !== 'ok' && p.ended.kind === 'shuttingDown');
     const late = new FakePort();
-    hub.open(late);
+    open(late);
     assert.ok(late.ended !== undefined && late.ended !== 'ok' && late.ended.kind === 'shuttingDown');
     assert.equal(hub.stats().subscribers, 0);
   });
