@@ -12,6 +12,11 @@ import { rootLogger, type Log } from '../infra/log';
 // open the bus with { idempotent: true }: a retry resends the very same records, so the broker recognises a
 // batch it already has and the duplicates mostly never happen.
 
+/** Where a surface's usage events go: the UsageProducer, or anything that takes events the same way. */
+export interface UsageSink {
+  emit(event: UsageEvent): void;
+}
+
 export interface UsageProducerOptions {
   /** Events waiting to be produced at most; default 100,000 (about 30 MB). */
   maxBuffered?: number;
@@ -35,7 +40,7 @@ const DROP_WARN_EVERY_MS = 10_000;
 /** buffer_full: the oldest made room; closed: emitted after close, or undelivered at close; invalid: not encodable. */
 type DropReason = 'buffer_full' | 'closed' | 'invalid';
 
-export class UsageProducer {
+export class UsageProducer implements UsageSink {
   private readonly ring: Array<Entry | undefined>;
   private head = 0;
   private size = 0;

@@ -2,6 +2,8 @@ import type { BusMessage } from '../bus/bus';
 import { decodeSlotRecord } from '../bus/topics/stream-slots';
 import { decodeTxRecord } from '../bus/topics/stream-transactions';
 import type { Rental } from '../bus/topics/rentals';
+import type { UsageSink } from '../bus/usage-producer';
+import { StreamUsage } from './stream-usage';
 import type { Log } from '../infra/log';
 import type { FanoutConfig } from './config';
 import { RecentKeys } from './dedupe';
@@ -90,6 +92,7 @@ export class Fanout {
   private readonly topics: FanoutConfig['topics'];
   private nextId = 1;
   private closed = false;
+  private usage: StreamUsage | undefined;
   private readonly counts = { transactions: 0, slots: 0, delivered: 0, deliveredTransactions: 0, bytes: 0, dedupeDrops: 0, badRecords: 0 };
   private readonly disconnects: Partial<Record<EndReason, number>> = {};
 
@@ -175,6 +178,11 @@ export class Fanout {
     return s;
   }
 
+  /** Bills each rental's streams on `sink`: one usage event per rental per period, and one when a stream ends. */
+  meterUsage(sink: UsageSink, periodMs: number): void {
+    this.usage = new StreamUsage(sink, () => this.sessions, periodMs);
+  }
+
   /** A stream refused before it became a session (authentication); counted like any other end. */
   refused(e: StreamError): void {
     this.countEnd(e.kind);
@@ -194,6 +202,7 @@ export class Fanout {
     this.closed = true;
     clearInterval(this.heartbeat);
     clearInterval(this.lagSweep);
+    this.usage?.close();
     for (const s of [...this.sessions]) s.shutdown();
     this.dropSource();
   }
@@ -275,6 +284,7 @@ export class Fanout {
 
   private readonly onEnd = (s: Session, reason: EndReason): void => {
     if (this.sessions.delete(s)) this.streamLimits.release(s.origin);
+    this.usage?.ended(s);
     this.countEnd(reason);
     if (reason !== 'client' && reason !== 'server_close') this.log.info({ session: s.id, rental: s.rental?.id, reason }, 'stream ended by server');
   };

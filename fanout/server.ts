@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Bus, Consumer } from '../bus/bus';
 import type { RentalRegistry } from '../bus/rental-registry';
+import type { UsageSink } from '../bus/usage-producer';
 import type { Log } from '../infra/log';
 import { addSubscribeService } from '../proto/service';
 import { authenticate, peerAddress } from './auth';
@@ -32,6 +33,10 @@ export interface FanoutOptions {
   encoder?: ResponseEncoder;
   /** How long close() lets streams finish before the server is forced down. */
   shutdownGraceMs?: number;
+  /** Usage events of the stream surface (one per rental per period, and at a stream's end). */
+  usage?: UsageSink;
+  /** The billing period of stream usage; default 60 s. */
+  usagePeriodMs?: number;
 }
 
 type Call = grpc.ServerDuplexStream<SubscribeUpdate, Buffer>;
@@ -49,6 +54,7 @@ function hostForUrl(host: string): string {
 export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRegistry, log: Log, opts: FanoutOptions = {}): Promise<FanoutHandle> {
   // Responses carry their gRPC prefix from the encoder on (framedEncoder): one shared buffer per response.
   const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log);
+  if (opts.usage !== undefined) hub.meterUsage(opts.usage, opts.usagePeriodMs ?? 60_000);
   // Kept for re-checking open streams when rentals change.
   const calls = new Map<Session, Call>();
 

@@ -63,6 +63,8 @@ export class Session {
   private readonly rate: UpdateRate;
   private readonly keyRate: KeyRate | undefined;
   private ended = false;
+  /** Transactions written to the client since the last takeDelivered() (usage metering). */
+  private delivered = 0;
 
   constructor(
     readonly id: number,
@@ -78,7 +80,10 @@ export class Session {
       port,
       opts.limits,
       {
-        onWrite: opts.onWrite,
+        onWrite: (bytes, observedAtMs) => {
+          if (!Number.isNaN(observedAtMs)) this.delivered++; // transactions; pings and slots are not billed
+          opts.onWrite?.(bytes, observedAtMs);
+        },
         onOverflow: (o) => {
           opts.onOverflow?.(o.limit);
           this.fail(streamError('slowConsumer', o));
@@ -87,6 +92,12 @@ export class Session {
       opts.budget,
       opts.now,
     );
+  }
+
+  takeDelivered(): number {
+    const n = this.delivered;
+    this.delivered = 0;
+    return n;
   }
 
   get isEnded(): boolean {

@@ -173,7 +173,7 @@ async function startIngestComponent(l: Launch): Promise<void> {
 // --- fanout: the v1 gRPC stream.
 async function startFanoutComponent(l: Launch): Promise<void> {
   if (!l.cfg.fanout.enabled) return;
-  const fanout = await startFanout(l.cfg.fanout, l.bus, l.rentals, l.log.child({ component: 'fanout' }));
+  const fanout = await startFanout(l.cfg.fanout, l.bus, l.rentals, l.log.child({ component: 'fanout' }), { usage: usageProducer(l) });
   l.onStop(() => fanout.close());
   l.endpoints.stream = fanout.address;
 }

@@ -1,6 +1,7 @@
 import type { Rental } from '../../bus/topics/rentals';
 import type { RentalRegistry } from '../../bus/rental-registry';
 import { newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
+import type { UsageSink } from '../../bus/usage-producer';
 import { decodeTransaction, MAX_TX_SZ } from '../../ingest/txn/decode';
 import { TXN_REASONS } from '../../ingest/txn/reasons';
 import { normalizeApiKey } from './api-key';
@@ -58,9 +59,7 @@ export interface Rejected {
 
 export type Outcome = Accepted | Rejected;
 
-export interface UsageSink {
-  emit(event: UsageEvent): void;
-}
+export type { UsageSink };
 
 export interface PipelineOptions {
   rentals: RentalRegistry;

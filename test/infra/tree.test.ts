@@ -32,7 +32,8 @@ function runDirs(file: string): string[] {
   return file.endsWith('.ts') ? [dir, path.join(ROOT, 'dist', path.dirname(file))] : [dir];
 }
 
-const IMPORT = /(?:\bfrom\s+|\bimport\s*\(\s*|\brequire\s*\(\s*)(['"])([^'"\n]+)\1/g;
+// require.resolve() resolves like require(): against the calling module's folder, not the working folder.
+const IMPORT = /(?:\bfrom\s+|\bimport\s*\(\s*|\brequire(?:\.resolve)?\s*\(\s*)(['"])([^'"\n]+)\1/g;
 const JOIN = /\bpath\.(?:join|resolve)\(([^()]*(?:\([^()]*\)[^()]*)*)\)/g;
 const UP_LITERAL = /(['"`])((?:\.\.\/)+[^'"`\n]*)\1/g;
 const SHELL_UP = /(?:^|[\s=:])((?:\.\.\/)+[\w.\-/]*)/g;
@@ -125,6 +126,9 @@ describe('the project tree stands alone', () => {
     assert.deepEqual(found('test/ingest/shred/x.test.ts', "import { a } from '../../../ingest/fec-set';\nconst r = path.resolve(__dirname, '..', '..');"), []);
     assert.deepEqual(found('infra/scripts/copy-generated.js', "const root = path.resolve(__dirname, '..', '..');"), []);
     assert.deepEqual(found('ingest/x.ts', '// not read: ../shared/DESIGN.md explains it\n * see ../shared/spec'), []);
+    // require.resolve() resolves against the module's folder, like require().
+    assert.deepEqual(found('test/fanout/x.test.ts', "const m = require.resolve('../bench/fanout-workload');"), []);
+    assert.equal(found('test/fanout/x.test.ts', "const m = require.resolve('../../../shared/x');").length, 1);
   });
 
   it('no source, test or script resolves a path outside the project', () => {
