@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { Connection, Keypair } from '@solana/web3.js';
 import { EmbeddedBus } from '../../bus/embedded';
 import { KafkaBus } from '../../bus/kafka';
@@ -18,6 +19,8 @@ import { legacyTx, MIN_TIP, TIP_ACCOUNTS } from '../gateways/submit/support';
 import { restartableBroker } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
 import { waitFor } from '../support/wait';
+import { StreamClient } from '../support/stream-client';
+import { makeTx, startTestFanout, testKey, testKey58, type TestFanout } from '../fanout/support';
 import { startBillingChild, totalsIn, type BillingChild } from './support';
 
 // Billing from real traffic: 10,000 metered requests of mixed methods through the chain gateway (batches of 10,
@@ -42,6 +45,8 @@ const METHODS = Object.keys(WEIGHTS);
 const REQUESTS = 10_000;
 const BATCH = 10;
 const SUBMISSIONS = 40;
+const STREAMED = 25;
+const TOKEN = 'tok-billing-e2e-0123456789';
 const RENTAL = 'bill-e2e';
 const API_KEY = '5a0e6c1d-7b2f-4c3a-9d8e-1f2a3b4c5d6e';
 
@@ -62,9 +67,10 @@ describe('billing end to end: gateway and submission traffic on Kafka, through a
     let gw: TestGateway | undefined;
     let submit: SubmitService | undefined;
     let job: BillingChild | undefined;
+    let stream: TestFanout | undefined;
     try {
       chain = await localChain();
-      const r = rental({ id: RENTAL, ips: ['127.0.0.1'], apiKeys: [API_KEY], rps: 1_000_000, tps: 10_000, region: 'fra' });
+      const r = rental({ id: RENTAL, ips: ['127.0.0.1'], apiKeys: [API_KEY], tokens: [TOKEN], rps: 1_000_000, tps: 10_000, region: 'fra' });
       gw = await testGateway({ upstreams: [chainUpstream(chain)], rentals: [r], usage });
       const cfg = parseSubmitConfig({ enabled: true, listen: '127.0.0.1:0', udp: { enabled: false }, tips: { accounts: TIP_ACCOUNTS.map((k) => k.toBase58()), minLamports: MIN_TIP } });
       submit = await startSubmit(cfg, { bus: localBus, rentals: rentalsFromList([r]), usage, log, defaultUpstreams: [chain.httpUrl], registry: new Registry() });
@@ -106,6 +112,18 @@ describe('billing end to end: gateway and submission traffic on Kafka, through a
         }
       };
 
+      // The stream surface: transactions written to the rental's stream are billed per period and at its end.
+      stream = await startTestFanout({ auth: { mode: 'token' } }, rentalsFromList([r]), localBus, { usage, usagePeriodMs: 500 });
+      const meta = new grpc.Metadata();
+      meta.set('x-token', TOKEN);
+      const sub = StreamClient.open(stream.address, { metadata: meta });
+      sub.send({ transactions: { billed: { accountInclude: [testKey58(1, 99)] } }, pingId: 1 });
+      await sub.waitFor((x) => x.pingId === 1);
+      await stream.publishTx(...Array.from({ length: STREAMED }, () => makeTx({ keys: [testKey(1, 99)] })));
+      await waitFor(() => sub.responses.filter((x) => x.transaction !== undefined).length === STREAMED, 30_000, 'the streamed transactions');
+      await sub.close();
+      expected.set('Subscribe', STREAMED);
+
       await sendBatches(300);
       await submitSome(SUBMISSIONS / 2);
       await waitFor(() => totalsIn([dir], RENTAL).events > 0, 120_000, 'the job to count something');
@@ -123,19 +141,24 @@ describe('billing end to end: gateway and submission traffic on Kafka, through a
       await usage.flush();
 
       const want = new Map([...expected].map(([m, u]) => [`${RENTAL}|${m}`, u]));
-      const events = REQUESTS + SUBMISSIONS;
-      await waitFor(() => totalsIn([dir], RENTAL).events >= events, 300_000, `all ${events} usage events in the ledgers`).catch((e: Error) => {
-        throw new Error(`${e.message}; ledgers hold ${totalsIn([dir], RENTAL).events}; job said: ${job!.stderr().slice(-600)}`);
+      const units = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
+      const same = (): boolean => {
+        const got = totalsIn([dir], RENTAL).byKey;
+        return got.size === want.size && [...want].every(([k, u]) => got.get(k) === u);
+      };
+      await waitFor(same, 300_000, `${units(want)} units in the ledgers`).catch((e: Error) => {
+        throw new Error(`${e.message}; ledgers hold ${units(totalsIn([dir], RENTAL).byKey)}; job said: ${job!.stderr().slice(-600)}`);
       });
-      await new Promise((res) => setTimeout(res, 1_500)); // a late replay would show as more than `events`
+      await new Promise((res) => setTimeout(res, 1_500)); // a late replay would show as more units than were metered
       const got = totalsIn([dir], RENTAL);
-      assert.equal(got.events, events);
-      assert.equal(got.byKey.size, want.size);
       assert.deepEqual(got.byKey, want);
+      // One event per metered request and submission; the stream's are one per rental and period.
+      assert.ok(got.events >= REQUESTS + SUBMISSIONS + 1 && got.events <= REQUESTS + SUBMISSIONS + STREAMED, `${got.events} events`);
       // Ten getTransaction in one batch are 100 units: the batches above hold exactly one per 10 items.
       assert.equal(got.byKey.get(`${RENTAL}|getTransaction`), (REQUESTS / METHODS.length) * 10);
     } finally {
       job?.proc.kill('SIGKILL');
+      await stream?.close();
       await submit?.close();
       await gw?.close();
       await usage.close();
