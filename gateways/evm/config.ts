@@ -1,4 +1,5 @@
 import { ConfigError, bool, hostPort, int, oneOf, section, strList, type Raw } from '../../infra/config-read';
+import { parseProxyLimits, type ProxyLimitsConfig } from '../core/limits-config';
 import type { UpstreamEndpoint } from '../core';
 
 // Section `gateways.evm`. A deployment serves the chains listed in `serve` (each chain lives in one metro:
@@ -48,14 +49,7 @@ export interface EvmGatewayConfig {
   /** maxStallMs: a block number unchanged this long makes an upstream unhealthy; 0 = off (on-demand dev nodes). */
   health: { intervalMs: number; timeoutMs: number; maxLagBlocks: number; maxStallMs: number };
   upstream: { timeoutMs: number; connections: number };
-  limits: {
-    maxBodyBytes: number;
-    maxBatch: number;
-    maxInflight: number;
-    wsMaxConnections: number;
-    wsMaxBufferedBytes: number;
-    wsMaxPayload: number;
-  };
+  limits: ProxyLimitsConfig;
 }
 
 /** Transaction submission: sending one twice could broadcast twice (or fail confusingly as "already known"). */
@@ -119,7 +113,6 @@ export function parseEvmConfig(raw: unknown): EvmGatewayConfig {
   const a = section(o.auth, `${p}.auth`);
   const h = section(o.health, `${p}.health`);
   const u = section(o.upstream, `${p}.upstream`);
-  const l = section(o.limits, `${p}.limits`);
   const chainsRaw = section(o.chains, `${p}.chains`);
   const enabled = bool(o, 'enabled', p, false);
   // serve: a JSON list of chain ids ([56, 137]) or, from the environment, "56,137".
@@ -151,14 +144,7 @@ export function parseEvmConfig(raw: unknown): EvmGatewayConfig {
       timeoutMs: int(u, 'timeoutMs', `${p}.upstream`, 30_000, 100),
       connections: int(u, 'connections', `${p}.upstream`, 128, 1, 4096),
     },
-    limits: {
-      maxBodyBytes: int(l, 'maxBodyBytes', `${p}.limits`, 5 * 1024 * 1024, 1024),
-      maxBatch: int(l, 'maxBatch', `${p}.limits`, 1_000, 1),
-      maxInflight: int(l, 'maxInflight', `${p}.limits`, 10_000, 1),
-      wsMaxConnections: int(l, 'wsMaxConnections', `${p}.limits`, 5_000, 1),
-      wsMaxBufferedBytes: int(l, 'wsMaxBufferedBytes', `${p}.limits`, 8 * 1024 * 1024, 1024),
-      wsMaxPayload: int(l, 'wsMaxPayload', `${p}.limits`, 16 * 1024 * 1024, 1024),
-    },
+    limits: parseProxyLimits(o.limits, `${p}.limits`, { maxBodyBytes: 5 * 1024 * 1024 }),
   };
   for (const c of chains) {
     if (c.http.host === c.ws.host && c.http.port === c.ws.port && c.http.port !== 0) throw new ConfigError(`${p}.chains.${c.chainId}: http and ws need distinct addresses`);

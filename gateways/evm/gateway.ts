@@ -62,14 +62,7 @@ async function startChain(cfg: EvmGatewayConfig, chain: EvmChainConfig, upstream
       ...(deps.usage === undefined ? {} : { usage: usageEvents<EvmCaller>(deps.usage, 'evm', (c) => c?.id, chain.chainId) }),
       neverRetry: cfg.neverResend,
       trustedProxies: cfg.trustedProxies,
-      limits: {
-        maxBodyBytes: cfg.limits.maxBodyBytes,
-        maxBatch: cfg.limits.maxBatch,
-        maxInflight: cfg.limits.maxInflight,
-        wsMaxConnections: cfg.limits.wsMaxConnections,
-        wsMaxBufferedBytes: cfg.limits.wsMaxBufferedBytes,
-        wsMaxPayload: cfg.limits.wsMaxPayload,
-      },
+      limits: cfg.limits,
       log,
       ...(deps.registry === undefined ? {} : { registry: deps.registry }),
     });

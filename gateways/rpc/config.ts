@@ -1,4 +1,5 @@
 import { ConfigError, bool, hostPort, int, section, str, strList, type Raw } from '../../infra/config-read';
+import { parseProxyLimits, type ProxyLimitsConfig } from '../core/limits-config';
 import { DEFAULT_NEVER_RETRY, DEFAULT_SCAN_METHODS, DEFAULT_TPS_METHODS, DEFAULT_WEIGHT, DEFAULT_WEIGHTS } from './methods';
 
 // Section `gateways.rpc`: the chain JSON-RPC gateway. Environment overrides as everywhere
@@ -47,14 +48,7 @@ export interface RpcGatewayConfig {
   };
   health: { intervalMs: number; timeoutMs: number; maxSlotLag: number };
   upstream: { timeoutMs: number; connections: number; maxResponseBytes: number };
-  limits: {
-    maxBodyBytes: number;
-    maxBatch: number;
-    maxInflight: number;
-    wsMaxConnections: number;
-    wsMaxBufferedBytes: number;
-    wsMaxPayload: number;
-  };
+  limits: ProxyLimitsConfig;
 }
 
 function weightTable(o: Raw, path: string): Record<string, number> {
@@ -86,7 +80,6 @@ export function parseRpcGatewayConfig(raw: unknown): RpcGatewayConfig {
   const s = section(o.scan, `${p}.scan`);
   const h = section(o.health, `${p}.health`);
   const u = section(o.upstream, `${p}.upstream`);
-  const l = section(o.limits, `${p}.limits`);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:8899');
   const wsListen = hostPort(o, 'wsListen', p, '127.0.0.1:8900');
   const mode = str(a, 'mode', `${p}.auth`, 'rentals');
@@ -123,13 +116,6 @@ export function parseRpcGatewayConfig(raw: unknown): RpcGatewayConfig {
       connections: int(u, 'connections', `${p}.upstream`, 128, 1, 100_000),
       maxResponseBytes: int(u, 'maxResponseBytes', `${p}.upstream`, 128 * 1024 * 1024, 1024),
     },
-    limits: {
-      maxBodyBytes: int(l, 'maxBodyBytes', `${p}.limits`, 1024 * 1024, 64),
-      maxBatch: int(l, 'maxBatch', `${p}.limits`, 1_000, 1),
-      maxInflight: int(l, 'maxInflight', `${p}.limits`, 10_000, 1),
-      wsMaxConnections: int(l, 'wsMaxConnections', `${p}.limits`, 5_000, 1),
-      wsMaxBufferedBytes: int(l, 'wsMaxBufferedBytes', `${p}.limits`, 8 * 1024 * 1024, 1024),
-      wsMaxPayload: int(l, 'wsMaxPayload', `${p}.limits`, 16 * 1024 * 1024, 1024),
-    },
+    limits: parseProxyLimits(o.limits, `${p}.limits`, { maxBodyBytes: 1024 * 1024 }),
   };
 }

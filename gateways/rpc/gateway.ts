@@ -88,14 +88,7 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
       usage,
       neverRetry: cfg.neverRetry,
       trustedProxies: cfg.auth.trustedProxies,
-      limits: {
-        maxBodyBytes: cfg.limits.maxBodyBytes,
-        maxBatch: cfg.limits.maxBatch,
-        maxInflight: cfg.limits.maxInflight,
-        wsMaxConnections: cfg.limits.wsMaxConnections,
-        wsMaxBufferedBytes: cfg.limits.wsMaxBufferedBytes,
-        wsMaxPayload: cfg.limits.wsMaxPayload,
-      },
+      limits: cfg.limits,
       log,
       registry,
     });
