@@ -280,8 +280,8 @@ function encodeMicrobench(): BenchResult {
   const tx = fixtureTxs()[0]!.fields; // 23 keys, 4 signatures: a large legacy transaction
   const message = encodeTransaction(tx);
   const SUBS = 20;
-  const names = Array.from({ length: SUBS }, (_v, i) => wireEncoder.filterNames([`filter-${i}`, 'shared']));
-  const nameLists = Array.from({ length: SUBS }, (_v, i) => [`filter-${i}`, 'shared']);
+  const names = Array.from({ length: SUBS }, (_v, i) => wireEncoder.filterNames([`filter-${i}`, 'common']));
+  const nameLists = Array.from({ length: SUBS }, (_v, i) => [`filter-${i}`, 'common']);
   const time = (fn: () => void): number => {
     for (let i = 0; i < 200; i++) fn(); // warm up
     let n = 0;

@@ -105,14 +105,14 @@ describe('rental registry: projection of the rentals topic', () => {
   });
 
   it('falls back to a base registry for what the topic does not know; the topic wins on the same id', async () => {
-    await bus.produce(TOPIC.rentals, [encodeRental(rental('shared', { tokens: ['from-topic'] }))]);
-    const base = rentalsFromList([rental('file-only', { tokens: ['from-file'] }), rental('shared', { tokens: ['old-file'] })]);
+    await bus.produce(TOPIC.rentals, [encodeRental(rental('both', { tokens: ['from-topic'] }))]);
+    const base = rentalsFromList([rental('file-only', { tokens: ['from-file'] }), rental('both', { tokens: ['old-file'] })]);
     const p = await projectRentals(bus, quietLog(), base);
     try {
       assert.equal(p.byToken('from-file')?.id, 'file-only');
-      assert.equal(p.byToken('from-topic')?.id, 'shared');
-      assert.deepEqual(p.all().map((r) => r.id).sort(), ['file-only', 'shared']);
-      assert.deepEqual(p.all().find((r) => r.id === 'shared')?.tokens, ['from-topic']);
+      assert.equal(p.byToken('from-topic')?.id, 'both');
+      assert.deepEqual(p.all().map((r) => r.id).sort(), ['both', 'file-only']);
+      assert.deepEqual(p.all().find((r) => r.id === 'both')?.tokens, ['from-topic']);
     } finally {
       await p.close();
     }
