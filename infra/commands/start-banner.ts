@@ -14,9 +14,16 @@ export interface BannerContext {
   cwd: string;
 }
 
-function row(name: string, address: string, what: string): string {
-  return `  ${name.padEnd(9)} ${address.padEnd(24)} ${what}`;
+type Row = [name: string, address: string, what: string];
+
+/** Columns as wide as their widest cell, so a long address (HTTP and WebSocket) keeps the table straight. */
+function table(rows: Row[]): string[] {
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  const w1 = Math.max(...rows.map((r) => r[1].length));
+  return rows.map(([n, a, w]) => `  ${n.padEnd(w0)}  ${a.padEnd(w1)}  ${w}`);
 }
+
+const row = (name: string, address: string, what: string): Row => [name, address, what];
 
 function both(a: { http?: string; ws?: string }): string {
   const h = a.http === undefined ? undefined : hostPortOf(a.http);
@@ -25,7 +32,7 @@ function both(a: { http?: string; ws?: string }): string {
 }
 
 export function startBanner(e: Endpoints, ctx: BannerContext): string {
-  const rows: string[] = [];
+  const rows: Row[] = [];
   if (e.stream !== undefined) rows.push(row('stream', e.stream, 'gRPC v1 Subscribe'));
   if (e.ingest !== undefined) rows.push(row('ingest', hostPortOf(e.ingest), 'UDP shreds'));
   if (e.chain !== undefined) rows.push(row('chain', both(e.chain), 'local chain JSON-RPC (HTTP + WebSocket)'));
@@ -41,7 +48,7 @@ export function startBanner(e: Endpoints, ctx: BannerContext): string {
   if (e.admin !== undefined) rows.push(row('admin', e.admin, 'rentals admin (loopback only)'));
   rows.push(row('endpoints', ctx.endpointsFile, 'URLs and local demo credentials (JSON)'));
 
-  const lines = ['meridian is running; press Ctrl-C to stop', ...rows];
+  const lines = ['meridian is running; press Ctrl-C to stop', ...table(rows)];
   const account = e.demo?.accounts?.[0];
   if (e.stream !== undefined && account !== undefined) {
     const rel = path.relative(ctx.cwd, ctx.cliScript);
