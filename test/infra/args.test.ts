@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import path from 'node:path';
-import { HelpRequested, UsageError, expectOnly, helpText, outputFileOption, parseArgs, parseCommand, type CommandSpec } from '../../infra/args';
+import { HelpRequested, UsageError, helpText, outputFileOption, parseCommand, type CommandSpec } from '../../infra/args';
 import { describeListenError } from '../../infra/listen-error';
 
 const SPEC: CommandSpec = {
@@ -58,16 +58,6 @@ describe('CLI argument parsing (declarative)', () => {
     usageError(() => outputFileOption(parseCommand(['--out', missing], SPEC), 'out'), /--out .*folder .* does not exist; create it or choose another --out/);
     usageError(() => outputFileOption(parseCommand(['--out', os.tmpdir()], SPEC), 'out'), /is a folder/);
     assert.equal(outputFileOption(parseCommand(['--out', path.join(os.tmpdir(), 'x.json')], SPEC), 'out'), path.join(os.tmpdir(), 'x.json'));
-  });
-
-  it('the older imperative form still parses and rejects undeclared options', () => {
-    const a = parseArgs(['cap.pcap', '--include', 'A', '--include=B', '--slots', '--url', 'h:1'], { booleans: ['slots'], multi: ['include'] });
-    assert.deepEqual(a.positional, ['cap.pcap']);
-    assert.deepEqual(a.all('include'), ['A', 'B']);
-    assert.equal(a.get('slots'), 'true');
-    assert.throws(() => parseArgs(['--to']), UsageError);
-    assert.throws(() => parseArgs(['--to', 'a', '--to', 'b']), /given twice/);
-    assert.throws(() => expectOnly(parseArgs(['--nope', '1']), ['to']), /unknown option --nope/);
   });
 });
 
