@@ -4,7 +4,7 @@ import path from 'node:path';
 import { FIXTURES, cliCommand, fixture, projectRoot } from '../support/paths';
 
 // The project stands alone: a clone with nothing beside it builds and passes its tests. So no source, test or
-// script may resolve a path outside the project's tree (a `../shared` next to the checkout, an absolute path of
+// script may resolve a path outside the project's tree (a sibling folder next to the checkout, an absolute path of
 // some machine), and the test data lives under test/fixtures. This scans every text file we ship.
 
 const ROOT = projectRoot();
@@ -116,19 +116,19 @@ function projectFiles(dir = ROOT, rel = ''): string[] {
 describe('the project tree stands alone', () => {
   it('the scanner finds what it is for (it can fail)', () => {
     const found = (file: string, text: string): string[] => escapingPaths(file, text).map((e) => e.why);
-    assert.equal(found('test/ingest/x.test.ts', "import { a } from '../../../shared/fixtures/a';").length, 1);
-    assert.equal(found('test/support/paths.ts', "const F = path.resolve(__dirname, '..', '..', '..', 'shared', 'fixtures');").length, 1);
-    assert.equal(found('test/support/paths.ts', "const F = path.join(projectRoot(), '..', 'shared');").length, 1);
-    assert.equal(found('ingest/cli/x.ts', "fs.readFileSync('../shared/spec/service.md');").length, 1);
-    assert.equal(found('package.json', '{"scripts": {"x": "node ../shared/tool.js"}}').length, 1);
-    assert.equal(found('test/e2e/x.ts', "const f = '/work/shared/fixtures/a.pcap';").length, 1);
+    assert.equal(found('test/ingest/x.test.ts', "import { a } from '../../../elsewhere/fixtures/a';").length, 1);
+    assert.equal(found('test/support/paths.ts', "const F = path.resolve(__dirname, '..', '..', '..', 'elsewhere', 'fixtures');").length, 1);
+    assert.equal(found('test/support/paths.ts', "const F = path.join(projectRoot(), '..', 'elsewhere');").length, 1);
+    assert.equal(found('ingest/cli/x.ts', "fs.readFileSync('../elsewhere/spec/service.md');").length, 1);
+    assert.equal(found('package.json', '{"scripts": {"x": "node ../elsewhere/tool.js"}}').length, 1);
+    assert.equal(found('test/e2e/x.ts', "const f = '/work/elsewhere/fixtures/a.pcap';").length, 1);
     // And lets the project's own relative paths be.
     assert.deepEqual(found('test/ingest/shred/x.test.ts', "import { a } from '../../../ingest/fec-set';\nconst r = path.resolve(__dirname, '..', '..');"), []);
     assert.deepEqual(found('infra/scripts/copy-generated.js', "const root = path.resolve(__dirname, '..', '..');"), []);
-    assert.deepEqual(found('ingest/x.ts', '// not read: ../shared/DESIGN.md explains it\n * see ../shared/spec'), []);
+    assert.deepEqual(found('ingest/x.ts', '// not read: ../elsewhere/DESIGN.md explains it\n * see ../elsewhere/spec'), []);
     // require.resolve() resolves against the module's folder, like require().
     assert.deepEqual(found('test/fanout/x.test.ts', "const m = require.resolve('../bench/fanout-workload');"), []);
-    assert.equal(found('test/fanout/x.test.ts', "const m = require.resolve('../../../shared/x');").length, 1);
+    assert.equal(found('test/fanout/x.test.ts', "const m = require.resolve('../../../elsewhere/x');").length, 1);
   });
 
   it('no source, test or script resolves a path outside the project', () => {
