@@ -218,3 +218,16 @@ export function outputFileOption(args: ParsedArgs, name: string): string | undef
   if (fs.existsSync(v) && fs.statSync(v).isDirectory()) throw new UsageError(`--${name} ${v}: is a folder; name a file`);
   return v;
 }
+
+/**
+ * The sub-command of a command group (`meridian kafka start`, `meridian rentals put`): help for -h/--help/help,
+ * one message for a missing or unknown sub-command. Returns the name and the arguments after it.
+ */
+export function subcommand<K extends string>(argv: readonly string[], group: { command: string; names: readonly K[]; help: string }): [K, string[]] {
+  const [sub, ...rest] = argv;
+  if (sub === '-h' || sub === '--help' || sub === 'help') throw new HelpRequested(group.help);
+  if (sub !== undefined && (group.names as readonly string[]).includes(sub)) return [sub as K, rest];
+  const list = group.names.join(', ');
+  const what = sub === undefined ? `expected a command: ${list}` : sub.startsWith('-') ? `unknown option ${sub}` : `unknown ${group.command.split(' ').pop()!} command "${sub}" (${list})`;
+  throw new UsageError(what, group.command);
+}

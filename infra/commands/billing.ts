@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { KafkaBus } from '../../bus/kafka';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
-import { groupHelpText, HelpRequested, noPositionals, parseCommand, UsageError, type CommandSpec } from '../args';
+import { groupHelpText, noPositionals, parseCommand, subcommand, UsageError, type CommandSpec } from '../args';
 import { createLogger, setRootLogger } from '../log';
 import { startBillingJob, type BillingJob } from '../billing/job';
 import { showProgress } from '../billing/progress';
@@ -44,12 +44,7 @@ const REPORT_SPEC: CommandSpec = {
 };
 
 export async function run(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (sub === '-h' || sub === '--help' || sub === 'help') throw new HelpRequested(BILLING_HELP);
-  if (sub !== 'run' && sub !== 'report') {
-    const what = sub === undefined ? 'expected a command: run or report' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown billing command "${sub}" (run, report)`;
-    throw new UsageError(what, 'meridian billing');
-  }
+  const [sub, rest] = subcommand(argv, { command: 'meridian billing', names: ['run', 'report'] as const, help: BILLING_HELP });
   const args = parseCommand(rest, sub === 'run' ? RUN_SPEC : REPORT_SPEC);
   noPositionals(args);
   const out = args.get('out');

@@ -6,7 +6,7 @@ import { checkRental, DEFAULT_REGIONS } from '../../bus/rental-check';
 import { deleteRental, putRental, readRentals } from '../../bus/rental-store';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { parseRental, type Rental } from '../../bus/topics/rentals';
-import { groupHelpText, HelpRequested, parseCommand, positionals, UsageError, type CommandSpec, type OptionSpec, type ParsedArgs } from '../args';
+import { groupHelpText, parseCommand, positionals, subcommand, UsageError, type CommandSpec, type OptionSpec, type ParsedArgs } from '../args';
 import { createLogger } from '../log';
 import { adminClient, DEFAULT_ENDPOINTS_FILE, type RentalTarget } from '../admin/client';
 
@@ -139,15 +139,9 @@ async function kafkaTarget(brokers: string[]): Promise<RentalTarget & { close():
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  const specs: Record<string, CommandSpec> = { put: PUT_SPEC, get: GET_SPEC, list: LIST_SPEC, delete: DELETE_SPEC };
-  if (sub === '-h' || sub === '--help' || sub === 'help') throw new HelpRequested(RENTALS_HELP);
-  const spec = sub === undefined ? undefined : specs[sub];
-  if (spec === undefined) {
-    const what = sub === undefined ? 'expected a command: put, get, list or delete' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown rentals command "${sub}" (put, get, list, delete)`;
-    throw new UsageError(what, 'meridian rentals');
-  }
-  const args = parseCommand(rest, spec);
+  const specs = { put: PUT_SPEC, get: GET_SPEC, list: LIST_SPEC, delete: DELETE_SPEC } as const;
+  const [sub, rest] = subcommand(argv, { command: 'meridian rentals', names: ['put', 'get', 'list', 'delete'] as const, help: RENTALS_HELP });
+  const args = parseCommand(rest, specs[sub]);
   let toWrite: Rental[] = [];
   let id: string | undefined;
   if (sub === 'put') {

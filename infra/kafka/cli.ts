@@ -1,4 +1,4 @@
-import { HelpRequested, UsageError, groupHelpText, noPositionals, numberOption, parseCommand, type CommandSpec } from '../args';
+import { UsageError, groupHelpText, noPositionals, numberOption, parseCommand, subcommand, type CommandSpec } from '../args';
 import { startLocalBroker } from './broker';
 import { ensureKafkaJars } from './jars';
 
@@ -63,12 +63,8 @@ async function start(argv: string[]): Promise<number> {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
+  const [sub, rest] = subcommand(argv, { command: 'meridian kafka', names: ['jars', 'start'] as const, help: KAFKA_HELP });
   switch (sub) {
-    case '-h':
-    case '--help':
-    case 'help':
-      throw new HelpRequested(KAFKA_HELP);
     case 'jars': {
       const args = parseCommand(rest, KAFKA_JARS_SPEC);
       if (args.positional.length > 0) throw new UsageError(`unexpected argument "${args.positional[0]}"`, KAFKA_JARS_SPEC.command);
@@ -77,9 +73,5 @@ export async function run(argv: string[]): Promise<number> {
     }
     case 'start':
       return start(rest);
-    default: {
-      const what = sub === undefined ? 'expected a command: jars or start' : sub.startsWith('-') ? `unknown option ${sub}` : `unknown kafka command "${sub}" (jars or start)`;
-      throw new UsageError(what, 'meridian kafka');
-    }
   }
 }

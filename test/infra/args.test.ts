@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import path from 'node:path';
-import { HelpRequested, UsageError, helpText, outputFileOption, parseCommand, type CommandSpec } from '../../infra/args';
+import { HelpRequested, UsageError, helpText, outputFileOption, parseCommand, subcommand, type CommandSpec } from '../../infra/args';
 import { describeListenError } from '../../infra/listen-error';
 
 const SPEC: CommandSpec = {
@@ -51,6 +51,15 @@ describe('CLI argument parsing (declarative)', () => {
     usageError(() => parseCommand(['--url', '--slots'], SPEC), /^--url needs a value/);
     assert.equal(parseCommand(['--url=--odd'], SPEC).get('url'), '--odd');
     usageError(() => parseCommand(['--url', 'a:1', '--url', 'b:2'], SPEC), /given twice/);
+  });
+
+  it('a command group names its sub-commands in one message, and answers help', () => {
+    const group = { command: 'meridian things', names: ['put', 'get'] as const, help: 'HELP' };
+    assert.deepEqual(subcommand(['get', 'x', '--y'], group), ['get', ['x', '--y']]);
+    for (const h of ['-h', '--help', 'help']) assert.throws(() => subcommand([h], group), (e: unknown) => e instanceof HelpRequested && e.text === 'HELP');
+    usageError(() => subcommand([], group), /^expected a command: put, get$/);
+    usageError(() => subcommand(['--nope'], group), /^unknown option --nope$/);
+    usageError(() => subcommand(['drop'], group), /^unknown things command "drop" \(put, get\)$/);
   });
 
   it('an output file whose folder does not exist is refused up front, naming the flag', () => {

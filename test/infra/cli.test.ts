@@ -109,7 +109,7 @@ describe('meridian CLI: help, options and bad input (child processes)', function
       assert.equal(c.stderr, 'meridian: unknown command "frobnicate"\n(see "meridian --help")\n');
       const k = await runCli(['kafka', 'frobnicate']);
       assert.equal(k.code, 2);
-      assert.match(k.stderr, /^meridian kafka: unknown kafka command "frobnicate" \(jars or start\)\n\(see "meridian kafka --help"\)\n$/);
+      assert.match(k.stderr, /^meridian kafka: unknown kafka command "frobnicate" \(jars, start\)\n\(see "meridian kafka --help"\)\n$/);
     });
 
     it('"needs a value" only for a known option without one', async () => {
