@@ -129,6 +129,27 @@ function filter(b: Buffer, o: number, end: number, what: string): FilterSpec & {
   const required = new WireKeys(b);
   const start = o;
   while (o < end) {
+    // The common field, a key: a one-byte tag of a list field and a one-byte length. The bytes are checked as
+    // the general path would (ASCII is valid UTF-8; anything else goes to it).
+    const t0 = b[o]!;
+    if ((t0 === 0x12 || t0 === 0x1a || t0 === 0x22) && o + 1 < end) {
+      const s = o + 2;
+      const e = s + b[o + 1]!;
+      if (b[o + 1]! < 0x80 && e <= end) {
+        let ascii = true;
+        for (let i = s; i < e; i++) {
+          if (b[i]! >= 0x80) {
+            ascii = false;
+            break;
+          }
+        }
+        if (ascii) {
+          (t0 === 0x12 ? include : t0 === 0x1a ? exclude : required).offs.push(s, e);
+          o = e;
+          continue;
+        }
+      }
+    }
     tag(b, o, end, what);
     const field = tField;
     const wt = tWire;
