@@ -63,10 +63,21 @@ export function decode58Into(src: Uint8Array, start: number, end: number, dst: U
   for (let i = end, j = 0; i > start; j++) {
     const s = i - 5 > start ? i - 5 : start;
     let v = 0;
-    for (let q = s; q < i; q++) {
-      const d = DIGIT256[src[q]!]!;
-      if (d < 0) return false;
-      v = v * 58 + d;
+    if (i - s === 5) {
+      // Five digits as independent products (58^4 · 57 + … < 58^5 < 2^31: int32), not a chain of v·58 + d.
+      const d0 = DIGIT256[src[s]!]!;
+      const d1 = DIGIT256[src[s + 1]!]!;
+      const d2 = DIGIT256[src[s + 2]!]!;
+      const d3 = DIGIT256[src[s + 3]!]!;
+      const d4 = DIGIT256[src[s + 4]!]!;
+      if ((d0 | d1 | d2 | d3 | d4) < 0) return false;
+      v = d0 * 11316496 + d1 * 195112 + d2 * 3364 + d3 * 58 + d4;
+    } else {
+      for (let q = s; q < i; q++) {
+        const d = DIGIT256[src[q]!]!;
+        if (d < 0) return false;
+        v = v * 58 + d;
+      }
     }
     i = s;
     if (v !== 0) {
