@@ -96,10 +96,9 @@ class Postings {
     }
   }
 
-  /** The key id of the 32 bytes at b[o], made if new. */
-  intern(b: Uint8Array, o: number): number {
+  /** The key id of the 32 bytes at b[o] (their hash32: h), made if new. */
+  intern(b: Uint8Array, o: number, h: number): number {
     if (2 * (this.liveKeys + 1) > this.table.length) this.rehash(this.table.length * 2);
-    const h = hash32(b, o);
     const t = this.table;
     const mask = t.length - 1;
     const kb = this.keyBytes;
@@ -311,7 +310,8 @@ export class FilterIndex<S> {
       [EXC, f.exclude],
     ] as const) {
       const b = l.bytes;
-      for (let i = 0; i < l.length; i++) cells[j++] = p.add(p.intern(b, i * PUBKEY_LEN), id, list);
+      const h = l.hashes;
+      for (let i = 0; i < l.length; i++) cells[j++] = p.add(p.intern(b, i * PUBKEY_LEN, h[i]!), id, list);
     }
     e.cells = cells;
     this.listEntries += total;

@@ -82,11 +82,6 @@ export interface CompiledFilterSet {
 
 export type CompileResult = { ok: true; set: CompiledFilterSet } | { ok: false; error: StreamError };
 
-/** 32 raw bytes → index key. Used for transaction keys too, so both sides agree byte for byte. */
-export function keyString(bytes: Buffer, offset = 0): string {
-  return bytes.toString('latin1', offset, offset + PUBKEY_LEN);
-}
-
 /** De-duplication table for one list (slot → position + 1), reused: compiling is one list at a time. */
 let seen = new Int32Array(4096);
 
@@ -94,6 +89,7 @@ let seen = new Int32Array(4096);
 function compileList(filter: string, list: ListKind, keys: KeyList, limits: FilterLimits): KeyList32 | StreamError {
   if (keys.length > limits.maxKeysPerList) return streamError('tooManyKeys', { filter, list, count: keys.length, max: limits.maxKeysPerList });
   const block = new Uint8Array(keys.length * PUBKEY_LEN);
+  const hashes = new Int32Array(keys.length);
   let size = 16;
   while (size < 2 * keys.length) size *= 2;
   if (seen.length < size) seen = new Int32Array(size);
@@ -122,19 +118,20 @@ function compileList(filter: string, list: ListKind, keys: KeyList, limits: Filt
       }
       block.set(bytes, at);
     }
-    let slot = hash32(block, at) & mask;
+    const h = hash32(block, at);
+    let slot = h & mask;
     for (;;) {
       const p = table[slot]!;
       if (p === 0) {
         table[slot] = n + 1;
-        n++;
+        hashes[n++] = h;
         break;
       }
       if (equal32(block, (p - 1) * PUBKEY_LEN, block, at)) break; // a repeat: not kept
       slot = (slot + 1) & mask;
     }
   }
-  return new KeyList32(n === keys.length ? block : block.subarray(0, n * PUBKEY_LEN), n);
+  return n === keys.length ? new KeyList32(block, n, hashes) : new KeyList32(block.subarray(0, n * PUBKEY_LEN), n, hashes.subarray(0, n));
 }
 
 function isAscii(s: string): boolean {

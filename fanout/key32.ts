@@ -11,6 +11,8 @@ export class KeyList32 {
   constructor(
     readonly bytes: Uint8Array,
     readonly length: number,
+    /** hash32 of each key, computed once when the list is compiled, so the index need not hash again. */
+    readonly hashes: Int32Array,
   ) {}
 
   /** Key i as a Buffer view (tests, diagnostics). */

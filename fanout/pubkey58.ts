@@ -1,31 +1,20 @@
 // Base58 → 32-byte public key, for the filter compiler: a full-size filter map carries 48,000 keys, and the
 // generic decoder (bs58) spends ~2 µs on each. This one only accepts what decodes to exactly 32 bytes, so its
-// number fits 16 limbs of 16 bits and it can take five digits per step (58^5 < 2^30, limb × 58^5 + carry
-// < 2^46: exact in a double). Anything it refuses goes to bs58, which gives the precise error; anything it
-// accepts, bs58 would decode to the same bytes (leading '1's are leading zero bytes, then the number).
+// number fits 16 limbs of 16 bits and it takes five digits per chunk (58^5 < 2^30). Anything it refuses goes
+// to bs58, which gives the precise error; anything it accepts, bs58 would decode to the same bytes (leading
+// '1's are leading zero bytes, then the number).
 
 const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-const DIGIT = new Int8Array(128).fill(-1);
-for (let i = 0; i < ALPHABET.length; i++) DIGIT[ALPHABET.charCodeAt(i)] = i;
+/** Byte → digit, -1 for any byte not in the alphabet (non-ASCII included). */
+const DIGIT256 = new Int8Array(256).fill(-1);
+for (let i = 0; i < ALPHABET.length; i++) DIGIT256[ALPHABET.charCodeAt(i)] = i;
 
 const KEY_SZ = 32;
 const LIMBS = 16;
 /** Longest base58 text of 32 bytes (all leading zeros are '1's, so 32 ones is also ≤ 44). */
 const MAX_CHARS = 44;
+/** Per-call accumulator (reused: no allocation per key). */
 const limbs = new Float64Array(LIMBS);
-const out = Buffer.alloc(KEY_SZ);
-
-/** The 32 raw bytes as a latin1 string (the filter index's key form), or null when `s` is not such a key. */
-export function pubkeyKey58(s: string): string | null {
-  if (s.length === 0 || s.length > MAX_CHARS) return null;
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 128) return null;
-  return pubkeyKey58Bytes(Buffer.from(s, 'latin1'), 0, s.length);
-}
-
-/** The same for base58 text held as bytes at src[start, end) (the request buffer, no string made). */
-export function pubkeyKey58Bytes(src: Uint8Array, start: number, end: number): string | null {
-  return decode58Into(src, start, end, out, 0) ? out.toString('latin1') : null;
-}
 
 /** 58^(5j) in 16-bit limbs, least significant first (j = 0..8: a 44-digit text is 9 chunks of 5 digits). */
 const CHUNKS = 9;
@@ -42,8 +31,6 @@ const POW_LEN = new Int32Array(CHUNKS);
     }
   }
 }
-const DIGIT256 = new Int8Array(256).fill(-1);
-DIGIT256.set(DIGIT);
 
 /**
  * Decodes base58 text at src[start, end) into dst[dstOff, dstOff + 32), no allocation; false (dst then holds
