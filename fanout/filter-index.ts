@@ -44,6 +44,8 @@ export interface Match<S> {
   set: CompiledFilterSet;
 }
 
+const MIN_TABLE = 2048;
+
 /** No cells (an entry not in the index). */
 const EMPTY = new Int32Array(0);
 
@@ -58,8 +60,9 @@ const EXC = 2;
  *     key ids (linear probing, backward-shift deletion: no tombstones, so probes stay short after removals);
  *   - cells: one per (key, filter, list), in a doubly linked list per key (`head`/`tail`, `next`/`prev`), so
  *     adding is O(1) and removing a filter is O(its keys) whatever the posting's length;
- *   - freed key ids and cells are reused (free stacks); the arrays only grow to the most ever held at once,
- *     which the process-wide key cap (fanout.maxKeysTotal) bounds.
+ *   - freed key ids and cells are reused (free stacks); their arrays grow to the most ever held at once
+ *     (bounded by the process-wide key cap, fanout.maxKeysTotal) and are dropped when the index empties; the
+ *     table shrinks with the keys.
  * One key id covers all three lists: one lookup per transaction key.
  */
 class Postings {
@@ -74,7 +77,7 @@ class Postings {
   keyTop = 0;
   liveKeys = 0;
   // table of key id + 1 (0: empty)
-  table = new Int32Array(2048);
+  table = new Int32Array(MIN_TABLE);
   // cells
   cellEntry = new Int32Array(1024);
   cellList = new Uint8Array(1024);
@@ -142,6 +145,17 @@ class Postings {
     t[i] = 0;
     this.liveKeys--;
     this.keyFree.push(k);
+  }
+
+  /**
+   * After a replacement or a removal (not per key: a map replaced by another of the same size would shrink
+   * and regrow the table): below an eighth full, the table shrinks to a quarter full.
+   */
+  settle(): void {
+    if (this.table.length <= MIN_TABLE || 8 * this.liveKeys >= this.table.length) return;
+    let size = MIN_TABLE;
+    while (size < 4 * this.liveKeys) size *= 2;
+    this.rehash(size);
   }
 
   add(k: number, entryId: number, list: number): number {
@@ -214,7 +228,7 @@ function grow<T extends Int32Array | Uint8Array | Float64Array>(from: T, to: T):
 }
 
 export class FilterIndex<S> {
-  private readonly postings = new Postings();
+  private postings = new Postings();
   /** Entries by id (what cells name); freed ids are reused. */
   private readonly entries: (Entry<S> | undefined)[] = [];
   private readonly entryFree: number[] = [];
@@ -271,6 +285,7 @@ export class FilterIndex<S> {
     if (matchAllCount > 0) this.matchAll.add(owner);
     else this.matchAll.delete(owner);
     this.owners.set(sub, owner);
+    this.postings.settle();
   }
 
   remove(sub: S): void {
@@ -279,6 +294,13 @@ export class FilterIndex<S> {
     for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
+    // Key and cell arrays keep the size of the most ever held (ids stay put); the last subscriber leaving
+    // gives it all back.
+    if (this.owners.size === 0) {
+      this.postings = new Postings();
+      this.entries.length = 0;
+      this.entryFree.length = 0;
+    } else this.postings.settle();
   }
 
   /** Keys held by the subscriber's filters (list entries, after de-duplication within a list). */
