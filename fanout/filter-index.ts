@@ -252,8 +252,7 @@ export class FilterIndex<S> {
     if (old !== undefined) for (const e of old.entries) kept.set(e.filter.include, e);
     const entries: Entry<S>[] = [];
     let matchAllCount = 0;
-    // Removed first, so a key the old set and the new one both list can reuse the freed cells.
-    const fresh: CompiledFilter[] = [];
+    // The filters that go are removed before the new ones are added: their freed key ids and cells are reused.
     const reused: (Entry<S> | undefined)[] = [];
     for (const filter of set.filters) {
       const e = kept.get(filter.include);
@@ -262,7 +261,6 @@ export class FilterIndex<S> {
         reused.push(e);
       } else {
         reused.push(undefined);
-        fresh.push(filter);
       }
     }
     for (const e of kept.values()) this.removeEntry(e);
