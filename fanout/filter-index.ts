@@ -1,4 +1,5 @@
-import { PUBKEY_LEN, keyString, type CompiledFilter, type CompiledFilterSet } from './filter';
+import { PUBKEY_LEN, type CompiledFilter, type CompiledFilterSet } from './filter';
+import { equal32, hash32, type KeyList32 } from './key32';
 
 // Which subscribers does a transaction reach? Walk the transaction's static account keys against an index of
 // every active filter's keys — never each filter against the transaction. The walk goes over the smaller side:
@@ -17,6 +18,10 @@ interface Entry<S> {
   owner: Owner<S>;
   filter: CompiledFilter;
   bit: number;
+  /** Position in `FilterIndex.entries` (what a posting cell names). */
+  id: number;
+  /** The posting cells this filter's keys hold, to unlink them when it goes. */
+  cells: Int32Array;
   gen: number;
   includeHit: boolean;
   requiredHits: number;
@@ -39,50 +44,194 @@ export interface Match<S> {
   set: CompiledFilterSet;
 }
 
+const MIN_TABLE = 2048;
+
+/** No cells (an entry not in the index). */
+const EMPTY = new Int32Array(0);
+
+const INC = 0;
+const REQ = 1;
+const EXC = 2;
+
 /**
- * Every entry listing one key, by list, and the last match() that visited the key (a repeated key is visited
- * once). One map for all three lists: one lookup per transaction key. Arrays, not Sets: most keys have one
- * entry, and an array costs one allocation. Removal scans its array — a posting holds at most every stream's
- * filters that list this key, and the process-wide key cap (fanout.maxKeysTotal) bounds the sum of all
- * postings, so a replacement costs at most its keys × that bound and nothing grows without limit.
+ * The postings, without a JS object, string or array per key: a full-size filter update adds and removes
+ * 48,000 of them, and allocating (then collecting) that many objects was most of its cost.
+ *   - keys: their bytes in one block (`keyBytes`, 32 per key id), found through an open-addressing table of
+ *     key ids (linear probing, backward-shift deletion: no tombstones, so probes stay short after removals);
+ *   - cells: one per (key, filter, list), in a doubly linked list per key (`head`/`tail`, `next`/`prev`), so
+ *     adding is O(1) and removing a filter is O(its keys) whatever the posting's length;
+ *   - freed key ids and cells are reused (free stacks); their arrays grow to the most ever held at once
+ *     (bounded by the process-wide key cap, fanout.maxKeysTotal) and are dropped when the index empties; the
+ *     table shrinks with the keys.
+ * One key id covers all three lists: one lookup per transaction key.
  */
-interface Posting<S> {
-  gen: number;
-  inc: Entry<S>[] | null;
-  req: Entry<S>[] | null;
-  exc: Entry<S>[] | null;
+class Postings {
+  // keys
+  keyBytes = new Uint8Array(1024 * PUBKEY_LEN);
+  keyHash = new Int32Array(1024);
+  head = new Int32Array(1024);
+  tail = new Int32Array(1024);
+  /** The last match() that visited the key (a repeated key is visited once). */
+  keyGen = new Float64Array(1024);
+  keyFree: number[] = [];
+  keyTop = 0;
+  liveKeys = 0;
+  // table of key id + 1 (0: empty)
+  table = new Int32Array(MIN_TABLE);
+  // cells
+  cellEntry = new Int32Array(1024);
+  cellList = new Uint8Array(1024);
+  cellKey = new Int32Array(1024);
+  next = new Int32Array(1024);
+  prev = new Int32Array(1024);
+  cellFree: number[] = [];
+  cellTop = 0;
+
+  /** The key id of the 32 bytes at b[o], or -1. */
+  find(b: Uint8Array, o: number): number {
+    const t = this.table;
+    const mask = t.length - 1;
+    const kb = this.keyBytes;
+    for (let slot = hash32(b, o) & mask; ; slot = (slot + 1) & mask) {
+      const v = t[slot]!;
+      if (v === 0) return -1;
+      if (equal32(kb, (v - 1) * PUBKEY_LEN, b, o)) return v - 1;
+    }
+  }
+
+  /** The key id of the 32 bytes at b[o] (their hash32: h), made if new. */
+  intern(b: Uint8Array, o: number, h: number): number {
+    if (2 * (this.liveKeys + 1) > this.table.length) this.rehash(this.table.length * 2);
+    const t = this.table;
+    const mask = t.length - 1;
+    const kb = this.keyBytes;
+    let slot = h & mask;
+    for (; ; slot = (slot + 1) & mask) {
+      const v = t[slot]!;
+      if (v === 0) break;
+      if (equal32(kb, (v - 1) * PUBKEY_LEN, b, o)) return v - 1;
+    }
+    let k = this.keyFree.pop();
+    if (k === undefined) {
+      k = this.keyTop++;
+      if (k >= this.keyHash.length) this.growKeys();
+    }
+    const kb2 = this.keyBytes;
+    for (let i = 0, d = k * PUBKEY_LEN; i < PUBKEY_LEN; i++) kb2[d + i] = b[o + i]!;
+    this.keyHash[k] = h;
+    this.head[k] = -1;
+    this.tail[k] = -1;
+    this.keyGen[k] = 0;
+    t[slot] = k + 1;
+    this.liveKeys++;
+    return k;
+  }
+
+  private dropKey(k: number): void {
+    const t = this.table;
+    const mask = t.length - 1;
+    let i = this.keyHash[k]! & mask;
+    while (t[i] !== k + 1) i = (i + 1) & mask;
+    // Backward shift: move later members of the probe run into the hole when their home allows it.
+    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
+      const v = t[j]!;
+      if (v === 0) break;
+      const home = this.keyHash[v - 1]! & mask;
+      const between = i <= j ? i < home && home <= j : i < home || home <= j;
+      if (between) continue;
+      t[i] = v;
+      i = j;
+    }
+    t[i] = 0;
+    this.liveKeys--;
+    this.keyFree.push(k);
+  }
+
+  /**
+   * After a replacement or a removal (not per key: a map replaced by another of the same size would shrink
+   * and regrow the table): below an eighth full, the table shrinks to a quarter full.
+   */
+  settle(): void {
+    if (this.table.length <= MIN_TABLE || 8 * this.liveKeys >= this.table.length) return;
+    let size = MIN_TABLE;
+    while (size < 4 * this.liveKeys) size *= 2;
+    this.rehash(size);
+  }
+
+  add(k: number, entryId: number, list: number): number {
+    let c = this.cellFree.pop();
+    if (c === undefined) {
+      c = this.cellTop++;
+      if (c >= this.next.length) this.growCells();
+    }
+    this.cellEntry[c] = entryId;
+    this.cellList[c] = list;
+    this.cellKey[c] = k;
+    // Appended, so a posting lists its filters in the order they came.
+    const last = this.tail[k]!;
+    this.prev[c] = last;
+    this.next[c] = -1;
+    if (last < 0) this.head[k] = c;
+    else this.next[last] = c;
+    this.tail[k] = c;
+    return c;
+  }
+
+  remove(c: number): void {
+    const k = this.cellKey[c]!;
+    const p = this.prev[c]!;
+    const n = this.next[c]!;
+    if (p < 0) this.head[k] = n;
+    else this.next[p] = n;
+    if (n < 0) this.tail[k] = p;
+    else this.prev[n] = p;
+    this.cellFree.push(c);
+    if (this.head[k]! < 0) this.dropKey(k);
+  }
+
+  private rehash(size: number): void {
+    const t = new Int32Array(size);
+    const mask = size - 1;
+    const old = this.table;
+    for (let i = 0; i < old.length; i++) {
+      const v = old[i]!;
+      if (v === 0) continue;
+      let slot = this.keyHash[v - 1]! & mask;
+      while (t[slot] !== 0) slot = (slot + 1) & mask;
+      t[slot] = v;
+    }
+    this.table = t;
+  }
+
+  private growKeys(): void {
+    const n = this.keyHash.length * 2;
+    this.keyBytes = grow(this.keyBytes, new Uint8Array(n * PUBKEY_LEN));
+    this.keyHash = grow(this.keyHash, new Int32Array(n));
+    this.head = grow(this.head, new Int32Array(n));
+    this.tail = grow(this.tail, new Int32Array(n));
+    this.keyGen = grow(this.keyGen, new Float64Array(n));
+  }
+
+  private growCells(): void {
+    const n = this.next.length * 2;
+    this.cellEntry = grow(this.cellEntry, new Int32Array(n));
+    this.cellList = grow(this.cellList, new Uint8Array(n));
+    this.cellKey = grow(this.cellKey, new Int32Array(n));
+    this.next = grow(this.next, new Int32Array(n));
+    this.prev = grow(this.prev, new Int32Array(n));
+  }
 }
 
-type ListName = 'inc' | 'req' | 'exc';
-
-function addPosting<S>(p: Map<string, Posting<S>>, key: string, list: ListName, e: Entry<S>): void {
-  let s = p.get(key);
-  if (s === undefined) {
-    s = { gen: 0, inc: null, req: null, exc: null };
-    p.set(key, s);
-  }
-  const arr = s[list];
-  if (arr === null) s[list] = [e];
-  else arr.push(e);
-}
-
-function removePosting<S>(p: Map<string, Posting<S>>, key: string, list: ListName, e: Entry<S>): void {
-  const s = p.get(key);
-  if (s === undefined) return;
-  const arr = s[list];
-  if (arr === null) return;
-  const i = arr.indexOf(e);
-  if (i < 0) return;
-  if (arr.length === 1) s[list] = null;
-  else {
-    arr[i] = arr[arr.length - 1]!;
-    arr.pop();
-  }
-  if (s.inc === null && s.req === null && s.exc === null) p.delete(key);
+function grow<T extends Int32Array | Uint8Array | Float64Array>(from: T, to: T): T {
+  to.set(from);
+  return to;
 }
 
 export class FilterIndex<S> {
-  private readonly postings = new Map<string, Posting<S>>();
+  private postings = new Postings();
+  /** Entries by id (what cells name); freed ids are reused. */
+  private readonly entries: (Entry<S> | undefined)[] = [];
+  private readonly entryFree: number[] = [];
   private readonly matchAll = new Set<Owner<S>>();
   private readonly owners = new Map<S, Owner<S>>();
   private gen = 0;
@@ -92,37 +241,49 @@ export class FilterIndex<S> {
 
   /**
    * Installs `set` as the subscriber's whole filter set (a replacement, never a patch). A filter carried over
-   * unchanged from the previous set (compileFilters keeps its lists, the same arrays) keeps its entry and
+   * unchanged from the previous set (compileFilters keeps its lists, the same objects) keeps its entry and
    * postings, so an update costs what changed, not the size of the map.
    */
   replace(sub: S, set: CompiledFilterSet): void {
     const old = this.owners.get(sub);
     if (set.filters.length === 0) return this.remove(sub);
     const owner: Owner<S> = old ?? { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
-    const kept = new Map<string[], Entry<S>>();
+    const kept = new Map<KeyList32, Entry<S>>();
     if (old !== undefined) for (const e of old.entries) kept.set(e.filter.include, e);
     const entries: Entry<S>[] = [];
     let matchAllCount = 0;
+    // The filters that go are removed before the new ones are added: their freed key ids and cells are reused.
+    const reused: (Entry<S> | undefined)[] = [];
     for (const filter of set.filters) {
-      let e = kept.get(filter.include);
+      const e = kept.get(filter.include);
       if (e !== undefined && e.filter.exclude === filter.exclude && e.filter.required === filter.required) {
         kept.delete(filter.include);
+        reused.push(e);
+      } else {
+        reused.push(undefined);
+      }
+    }
+    for (const e of kept.values()) this.removeEntry(e);
+    for (let i = 0; i < set.filters.length; i++) {
+      const filter = set.filters[i]!;
+      let e = reused[i];
+      if (e !== undefined) {
         e.filter = filter;
         e.bit = 1 << filter.slot;
       } else {
-        e = { owner, filter, bit: 1 << filter.slot, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
+        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
         this.addEntry(e);
       }
       entries.push(e);
       if (filter.include.length === 0 && filter.required.length === 0) matchAllCount++;
     }
-    for (const e of kept.values()) this.removeEntry(e);
     owner.set = set;
     owner.entries = entries;
     owner.matchAllCount = matchAllCount;
     if (matchAllCount > 0) this.matchAll.add(owner);
     else this.matchAll.delete(owner);
     this.owners.set(sub, owner);
+    this.postings.settle();
   }
 
   remove(sub: S): void {
@@ -131,6 +292,13 @@ export class FilterIndex<S> {
     for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
+    // Key and cell arrays keep the size of the most ever held (ids stay put); the last subscriber leaving
+    // gives it all back.
+    if (this.owners.size === 0) {
+      this.postings = new Postings();
+      this.entries.length = 0;
+      this.entryFree.length = 0;
+    } else this.postings.settle();
   }
 
   /** Keys held by the subscriber's filters (list entries, after de-duplication within a list). */
@@ -149,18 +317,35 @@ export class FilterIndex<S> {
 
   private addEntry(e: Entry<S>): void {
     const f = e.filter;
-    for (const k of f.include) addPosting(this.postings, k, 'inc', e);
-    for (const k of f.required) addPosting(this.postings, k, 'req', e);
-    for (const k of f.exclude) addPosting(this.postings, k, 'exc', e);
-    this.listEntries += f.include.length + f.required.length + f.exclude.length;
+    const id = this.entryFree.pop() ?? this.entries.length;
+    this.entries[id] = e;
+    e.id = id;
+    const total = f.include.length + f.required.length + f.exclude.length;
+    const cells = new Int32Array(total);
+    let j = 0;
+    const p = this.postings;
+    for (const [list, l] of [
+      [INC, f.include],
+      [REQ, f.required],
+      [EXC, f.exclude],
+    ] as const) {
+      const b = l.bytes;
+      const h = l.hashes;
+      for (let i = 0; i < l.length; i++) cells[j++] = p.add(p.intern(b, i * PUBKEY_LEN, h[i]!), id, list);
+    }
+    e.cells = cells;
+    this.listEntries += total;
   }
 
   private removeEntry(e: Entry<S>): void {
-    const f = e.filter;
-    for (const k of f.include) removePosting(this.postings, k, 'inc', e);
-    for (const k of f.required) removePosting(this.postings, k, 'req', e);
-    for (const k of f.exclude) removePosting(this.postings, k, 'exc', e);
-    this.listEntries -= f.include.length + f.required.length + f.exclude.length;
+    const p = this.postings;
+    const cells = e.cells;
+    for (let i = 0; i < cells.length; i++) p.remove(cells[i]!);
+    this.listEntries -= cells.length;
+    e.cells = EMPTY;
+    this.entries[e.id] = undefined;
+    this.entryFree.push(e.id);
+    e.id = -1;
   }
 
   has(sub: S): boolean {
@@ -168,7 +353,7 @@ export class FilterIndex<S> {
   }
 
   get size(): { subscribers: number; matchAll: number; keys: number } {
-    return { subscribers: this.owners.size, matchAll: this.matchAll.size, keys: this.postings.size };
+    return { subscribers: this.owners.size, matchAll: this.matchAll.size, keys: this.postings.liveKeys };
   }
 
   /**
@@ -181,29 +366,23 @@ export class FilterIndex<S> {
     touched.length = 0;
     // A malformed transaction may repeat a key; a posting already visited for this transaction is skipped
     // (stamped with `gen`), so a repeat can neither count twice towards `required` nor cost a second walk.
+    const p = this.postings;
+    const entries = this.entries;
     for (let off = 0; off + PUBKEY_LEN <= keys.length; off += PUBKEY_LEN) {
-      const p = this.postings.get(keyString(keys, off));
-      if (p === undefined || p.gen === gen) continue;
-      p.gen = gen;
-      const inc = p.inc;
-      if (inc !== null) {
-        for (let i = 0; i < inc.length; i++) {
-          const e = inc[i]!;
-          fresh(e, gen).includeHit = true;
+      const k = p.find(keys, off);
+      if (k < 0 || p.keyGen[k] === gen) continue;
+      p.keyGen[k] = gen;
+      for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+        const e = fresh(entries[p.cellEntry[c]!]!, gen);
+        const list = p.cellList[c]!;
+        if (list === INC) {
+          e.includeHit = true;
           touch(touched, e.owner, gen);
-        }
-      }
-      const req = p.req;
-      if (req !== null) {
-        for (let i = 0; i < req.length; i++) {
-          const e = req[i]!;
-          fresh(e, gen).requiredHits++;
+        } else if (list === REQ) {
+          e.requiredHits++;
           touch(touched, e.owner, gen);
-        }
+        } else e.excluded = true; // an exclusion alone never makes a match, so it marks without touching
       }
-      // An exclusion alone never makes a match, so it marks without touching.
-      const exc = p.exc;
-      if (exc !== null) for (let i = 0; i < exc.length; i++) fresh(exc[i]!, gen).excluded = true;
     }
     for (const o of this.matchAll) touch(touched, o, gen);
 

@@ -1,11 +1,12 @@
 import bs58 from 'bs58';
 import { streamError, type ListKind, type StreamError } from './errors';
-import { pubkeyKey58, pubkeyKey58Bytes } from './pubkey58';
+import { KeyList32, equal32, hash32 } from './key32';
+import { decode58Into } from './pubkey58';
 import type { WireKeys } from './request-wire';
 
 // Compile a request's filter map once, at subscribe time (STYLE habit 8): validate every limit and key here,
-// so matching never meets a bad key and never re-parses base58. A compiled key is the 32 raw bytes as a
-// latin1 string — a cheap, exact hash key for the index (one char per byte, no base58 on the hot path).
+// so matching never meets a bad key and never re-parses base58. A compiled list is its keys' 32 raw bytes each
+// in one block (key32.ts): no string or object per key, and the index hashes those bytes itself.
 
 export const PUBKEY_LEN = 32;
 
@@ -34,9 +35,9 @@ export interface CompiledFilter {
   name: string;
   /** Position in the set (bit in a match mask). */
   slot: number;
-  include: string[];
-  exclude: string[];
-  required: string[];
+  include: KeyList32;
+  exclude: KeyList32;
+  required: KeyList32;
   /** What it was compiled from, to tell an unchanged filter in the next update. */
   spec?: FilterSpec;
 }
@@ -81,34 +82,61 @@ export interface CompiledFilterSet {
 
 export type CompileResult = { ok: true; set: CompiledFilterSet } | { ok: false; error: StreamError };
 
-/** 32 raw bytes → index key. Used for transaction keys too, so both sides agree byte for byte. */
-export function keyString(bytes: Buffer, offset = 0): string {
-  return bytes.toString('latin1', offset, offset + PUBKEY_LEN);
-}
+/** De-duplication table for one list (slot → position + 1), reused: compiling is one list at a time. */
+let seen = new Int32Array(4096);
 
 /** Decodes and de-duplicates one list (a repeated key in `required` must not need two hits). */
-function compileList(filter: string, list: ListKind, keys: KeyList, limits: FilterLimits): string[] | StreamError {
+function compileList(filter: string, list: ListKind, keys: KeyList, limits: FilterLimits): KeyList32 | StreamError {
   if (keys.length > limits.maxKeysPerList) return streamError('tooManyKeys', { filter, list, count: keys.length, max: limits.maxKeysPerList });
-  const out = new Set<string>();
+  const block = new Uint8Array(keys.length * PUBKEY_LEN);
+  const hashes = new Int32Array(keys.length);
+  let size = 16;
+  while (size < 2 * keys.length) size *= 2;
+  if (seen.length < size) seen = new Int32Array(size);
+  const table = seen;
+  table.fill(0, 0, size);
+  const mask = size - 1;
   const wire = Array.isArray(keys) ? null : (keys as WireKeys);
+  let n = 0;
   for (let i = 0; i < keys.length; i++) {
-    const fast = wire !== null ? pubkeyKey58Bytes(wire.bytes, wire.offs[2 * i]!, wire.offs[2 * i + 1]!) : pubkeyKey58((keys as readonly string[])[i]!);
-    if (fast !== null) {
-      out.add(fast);
-      continue;
+    const at = n * PUBKEY_LEN;
+    let ok: boolean;
+    if (wire !== null) ok = decode58Into(wire.bytes, wire.offs[2 * i]!, wire.offs[2 * i + 1]!, block, at);
+    else {
+      const s = (keys as readonly string[])[i]!;
+      ok = s.length > 0 && s.length <= 44 && isAscii(s) && decode58Into(Buffer.from(s, 'latin1'), 0, s.length, block, at);
     }
-    // Not a 32-byte key: bs58 says exactly why.
-    const key = wire !== null ? wire.text(i) : (keys as readonly string[])[i]!;
-    const bytes = bs58.decodeUnsafe(key);
-    if (bytes === undefined || key.length === 0) {
-      return streamError('invalidPubkey', { filter, list, index: i, key, why: 'not valid base58' });
+    if (!ok) {
+      // Not a 32-byte key by the fast decoder: bs58 says exactly why.
+      const key = wire !== null ? wire.text(i) : (keys as readonly string[])[i]!;
+      const bytes = bs58.decodeUnsafe(key);
+      if (bytes === undefined || key.length === 0) {
+        return streamError('invalidPubkey', { filter, list, index: i, key, why: 'not valid base58' });
+      }
+      if (bytes.length !== PUBKEY_LEN) {
+        return streamError('invalidPubkey', { filter, list, index: i, key, why: `decodes to ${bytes.length} bytes, expected ${PUBKEY_LEN}` });
+      }
+      block.set(bytes, at);
     }
-    if (bytes.length !== PUBKEY_LEN) {
-      return streamError('invalidPubkey', { filter, list, index: i, key, why: `decodes to ${bytes.length} bytes, expected ${PUBKEY_LEN}` });
+    const h = hash32(block, at);
+    let slot = h & mask;
+    for (;;) {
+      const p = table[slot]!;
+      if (p === 0) {
+        table[slot] = n + 1;
+        hashes[n++] = h;
+        break;
+      }
+      if (equal32(block, (p - 1) * PUBKEY_LEN, block, at)) break; // a repeat: not kept
+      slot = (slot + 1) & mask;
     }
-    out.add(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1'));
   }
-  return [...out];
+  return n === keys.length ? new KeyList32(block, n, hashes) : new KeyList32(block.subarray(0, n * PUBKEY_LEN), n, hashes.subarray(0, n));
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 128) return false;
+  return true;
 }
 
 /**
@@ -133,11 +161,11 @@ export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSp
       continue;
     }
     const include = compileList(name, 'account_include', spec.include, limits);
-    if (!Array.isArray(include)) return { ok: false, error: include };
+    if (!(include instanceof KeyList32)) return { ok: false, error: include };
     const exclude = compileList(name, 'account_exclude', spec.exclude, limits);
-    if (!Array.isArray(exclude)) return { ok: false, error: exclude };
+    if (!(exclude instanceof KeyList32)) return { ok: false, error: exclude };
     const required = compileList(name, 'account_required', spec.required, limits);
-    if (!Array.isArray(required)) return { ok: false, error: required };
+    if (!(required instanceof KeyList32)) return { ok: false, error: required };
     // A wire spec is kept by its digest only: its lists point into the request buffer, which must not stay alive.
     filters.push({ name, slot: filters.length, include, exclude, required, spec: spec.digest !== undefined ? { include: [], exclude: [], required: [], digest: spec.digest } : spec });
   }

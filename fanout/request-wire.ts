@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import { WireError } from '../proto/wire';
 import type { FilterSpec } from './filter';
 import type { SubscribeUpdate } from './request';
@@ -25,8 +25,10 @@ const WT_I32 = 5;
 
 /** The keys of one list: base58 text at bytes[offs[2i] .. offs[2i+1]). */
 export class WireKeys {
-  readonly offs: number[] = [];
-  constructor(readonly bytes: Buffer) {}
+  constructor(
+    readonly bytes: Buffer,
+    readonly offs: Int32Array,
+  ) {}
   get length(): number {
     return this.offs.length >>> 1;
   }
@@ -34,6 +36,24 @@ export class WireKeys {
   text(i: number): string {
     return this.bytes.toString('utf8', this.offs[2 * i], this.offs[2 * i + 1]);
   }
+}
+
+// Offsets are gathered in scratch arrays (one per list, reused: a filter is read start to end before the next)
+// and copied out at their exact size: growing a JS array by push made ~5 MB of garbage per full-size map.
+const scratch = [new Int32Array(2048), new Int32Array(2048), new Int32Array(2048)];
+const counts = [0, 0, 0];
+
+function pushKey(list: number, s: number, e: number): void {
+  let a = scratch[list]!;
+  const n = counts[list]!;
+  if (n + 2 > a.length) {
+    const b = new Int32Array(a.length * 2);
+    b.set(a);
+    scratch[list] = a = b;
+  }
+  a[n] = s;
+  a[n + 1] = e;
+  counts[list] = n + 2;
 }
 
 // The walk keeps its cursor in module state (one request at a time; nothing here is re-entrant): a tuple per
@@ -124,11 +144,34 @@ function utf8(b: Buffer, s: number, e: number, what: string): void {
 }
 
 function filter(b: Buffer, o: number, end: number, what: string): FilterSpec & { digest: string } {
-  const include = new WireKeys(b);
-  const exclude = new WireKeys(b);
-  const required = new WireKeys(b);
+  counts[0] = counts[1] = counts[2] = 0;
   const start = o;
+  // One native scan of the whole filter (the usual case: every byte ASCII) spares a byte loop per key.
+  const allAscii = isAscii(b.subarray(o, end));
   while (o < end) {
+    // The common field, a key: a one-byte tag of a list field and a one-byte length. The bytes are checked as
+    // the general path would (ASCII is valid UTF-8; anything else goes to it).
+    const t0 = b[o]!;
+    if ((t0 === 0x12 || t0 === 0x1a || t0 === 0x22) && o + 1 < end) {
+      const s = o + 2;
+      const e = s + b[o + 1]!;
+      if (b[o + 1]! < 0x80 && e <= end) {
+        let ascii = true;
+        if (!allAscii) {
+          for (let i = s; i < e; i++) {
+            if (b[i]! >= 0x80) {
+              ascii = false;
+              break;
+            }
+          }
+        }
+        if (ascii) {
+          pushKey((t0 >>> 3) - 2, s, e);
+          o = e;
+          continue;
+        }
+      }
+    }
     tag(b, o, end, what);
     const field = tField;
     const wt = tWire;
@@ -136,13 +179,16 @@ function filter(b: Buffer, o: number, end: number, what: string): FilterSpec & {
       if (wt !== WT_LEN) throw new WireError(`${what} field ${field}: wire type ${wt}, want ${WT_LEN}`);
       payload(b, pos, end, wt, what);
       utf8(b, pStart, pEnd, what);
-      (field === 2 ? include : field === 3 ? exclude : required).offs.push(pStart, pEnd);
+      pushKey(field - 2, pStart, pEnd);
     } else {
       payload(b, pos, end, wt, `${what} field ${field}`);
     }
     o = pEnd;
   }
   const digest = createHash('sha256').update(b.subarray(start, end)).digest('base64');
+  const include = new WireKeys(b, scratch[0]!.slice(0, counts[0]));
+  const exclude = new WireKeys(b, scratch[1]!.slice(0, counts[1]));
+  const required = new WireKeys(b, scratch[2]!.slice(0, counts[2]));
   return { include, exclude, required, digest };
 }
 

@@ -232,3 +232,50 @@ describe('fanout filter index vs a naive matcher (property)', () => {
     assert.ok(txChecks > 500, `only ${txChecks} transactions were checked`);
   });
 });
+
+describe('fanout filter index at size (its own hash table: growth, rehash, deletion)', () => {
+  it('thousands of keys added, replaced and removed in random order: every key still finds exactly its holders', () => {
+    const ix = new FilterIndex<number>();
+    const SUBS = 12;
+    const PER = 700; // include keys per subscriber's one filter: 8,400 at once, the table grows and rehashes
+    let seed = 12345;
+    const rnd = (n: number): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const held = new Map<number, number[]>(); // subscriber → its key ids
+    for (let round = 0; round < 6; round++) {
+      for (let s = 0; s < SUBS; s++) {
+        if (rnd(4) === 0) {
+          ix.remove(s);
+          held.delete(s);
+          continue;
+        }
+        // Keys from a shared range, so postings carry several subscribers and removals leave others behind.
+        const ids = Array.from({ length: PER }, () => rnd(6000));
+        ix.replace(s, compile([['f', spec({ include: ids })]]));
+        held.set(s, ids);
+      }
+      const holders = new Map<number, Set<number>>();
+      for (const [s, ids] of held) for (const id of ids) (holders.get(id) ?? holders.set(id, new Set()).get(id)!).add(s);
+      assert.equal(ix.size.keys, holders.size);
+      assert.equal(ix.size.subscribers, held.size);
+      for (let id = 0; id < 6000; id++) {
+        const got = ix.match(tx(id)).map((m) => m.sub).sort((a, b) => a - b);
+        const want = [...(holders.get(id) ?? [])].sort((a, b) => a - b);
+        assert.deepEqual(got, want, `key ${id}, round ${round}`);
+      }
+    }
+    // Leaving one by one: the table shrinks as keys go, and what stays still matches.
+    for (let s = 0; s < SUBS - 1; s++) {
+      ix.remove(s);
+      held.delete(s);
+    }
+    const last = held.get(SUBS - 1) ?? [];
+    assert.equal(ix.size.keys, new Set(last).size);
+    for (let id = 0; id < 6000; id++) assert.equal(ix.match(tx(id)).length, last.includes(id) ? 1 : 0, `key ${id} after leaving`);
+    ix.remove(SUBS - 1);
+    assert.deepEqual(ix.size, { subscribers: 0, matchAll: 0, keys: 0 });
+    assert.equal(ix.totalKeys, 0);
+  });
+});
