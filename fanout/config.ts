@@ -1,5 +1,5 @@
 import { TOPIC } from '../bus/topics';
-import { ConfigError, bool, hostPort, int, oneOf, optStr, section, str } from '../infra/config-read';
+import { ConfigError, bool, hostPort, int, oneOf, section, str } from '../infra/config-read';
 import { MAX_FILTERS_PER_SET } from './filter';
 
 export interface FanoutConfig {
@@ -39,10 +39,6 @@ export interface FanoutConfig {
     /** A rental whose pps is below this is refused with PERMISSION_DENIED "PPS limit requirement not met". 0 = off. */
     ppsRequirement: number;
   };
-  /** Static rentals file (JSON array of rentals) until the rentals topic projection is in use. */
-  rentalsFile?: string;
-  /** Read rentals from the rentals topic instead of (or in addition to) the file. */
-  rentalsFromBus: boolean;
   /**
    * After a stream is ended by the server, how long its status may wait behind unread data before the HTTP/2
    * stream is reset (a subscriber that stopped reading never lets the status through).
@@ -88,8 +84,6 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
       mode: oneOf(a, 'mode', `${p}.auth`, ['none', 'ip', 'token'] as const, 'none'),
       ppsRequirement: int(a, 'ppsRequirement', `${p}.auth`, 0, 0),
     },
-    rentalsFile: optStr(o, 'rentalsFile', p),
-    rentalsFromBus: bool(o, 'rentalsFromBus', p, false),
     endGraceMs: int(o, 'endGraceMs', p, 15_000, 0),
     directWrites: bool(o, 'directWrites', p, true),
     topics: {

@@ -74,7 +74,7 @@ export function parseConfig(raw: unknown): Config {
   for (const k of Object.keys(o)) if (!known.has(k)) throw new ConfigError(`unknown config section "${k}" (known: ${[...known].join(', ')})`);
   const log = section(o.log, 'log');
   const fanout = parseFanoutConfig(o.fanout);
-  const rentals = parseRentalsConfig(o.rentals, fanout);
+  const rentals = parseRentalsConfig(o.rentals);
   // Auth by rental with no source of rentals would refuse everyone: say so at start instead.
   if (fanout.auth.mode !== 'none' && rentals.file === undefined && !rentals.fromBus) {
     throw new ConfigError(`fanout.auth.mode ${fanout.auth.mode} needs rentals: set rentals.file or rentals.fromBus`);

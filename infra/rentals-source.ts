@@ -21,10 +21,10 @@ export interface RentalsConfig {
   regions: string[];
 }
 
-export function parseRentalsConfig(raw: unknown, legacy: { rentalsFile?: string; rentalsFromBus: boolean }): RentalsConfig {
+export function parseRentalsConfig(raw: unknown): RentalsConfig {
   const p = 'rentals';
   const o = section(raw, p);
-  const file = optStr(o, 'file', p) ?? legacy.rentalsFile;
+  const file = optStr(o, 'file', p);
   const cfg: RentalsConfig = {
     fromBus: bool(o, 'fromBus', p, true),
     regions: strList(o, 'regions', p, [...DEFAULT_REGIONS]),

@@ -38,7 +38,7 @@ describe('fanout auth: token mode', () => {
   let f: TestFanout;
   before(async () => {
     const rentals = rentalsFromList([rental({ id: 'ok', tokens: ['tok-good-1234'], pps: 500 }), rental({ id: 'low', tokens: ['tok-low-1234'], pps: 10 })]);
-    f = await startTestFanout({ auth: { mode: 'token', ppsRequirement: 100 }, rentalsFile: '(test)' }, rentals);
+    f = await startTestFanout({ auth: { mode: 'token', ppsRequirement: 100 } }, rentals);
   });
   after(() => f.close());
 
@@ -72,7 +72,7 @@ describe('fanout auth: token mode', () => {
 
 describe('fanout auth: ip mode', () => {
   it('a peer whose IP is not allowlisted fails immediately with PERMISSION_DENIED', async () => {
-    const f = await startTestFanout({ auth: { mode: 'ip' }, rentalsFile: '(test)' }, rentalsFromList([rental({ ips: ['10.9.9.9'] })]));
+    const f = await startTestFanout({ auth: { mode: 'ip' } }, rentalsFromList([rental({ ips: ['10.9.9.9'] })]));
     try {
       const c = StreamClient.open(f.address);
       const t0 = Date.now();
@@ -87,7 +87,7 @@ describe('fanout auth: ip mode', () => {
   });
 
   it('an allowlisted IP (loopback here, also in its IPv4-mapped spelling) streams', async () => {
-    const f = await startTestFanout({ auth: { mode: 'ip', ppsRequirement: 1 }, rentalsFile: '(test)' }, rentalsFromList([rental({ ips: ['::ffff:127.0.0.1'] })]));
+    const f = await startTestFanout({ auth: { mode: 'ip', ppsRequirement: 1 } }, rentalsFromList([rental({ ips: ['::ffff:127.0.0.1'] })]));
     try {
       const c = StreamClient.open(f.address);
       await pingable(c);
@@ -105,7 +105,7 @@ describe('fanout auth: rentals projection drives open streams', () => {
     const r1 = rental({ id: 'a', tokens: ['tok-aaaa-1'] });
     await bus.produce(TOPIC.rentals, [encodeRental(r1)]);
     const projection = await projectRentals(bus, quietLog());
-    const f = await startTestFanout({ auth: { mode: 'token' }, rentalsFromBus: true }, projection, bus);
+    const f = await startTestFanout({ auth: { mode: 'token' } }, projection, bus);
     try {
       const c = StreamClient.open(f.address, { metadata: withToken('tok-aaaa-1') });
       await pingable(c);

@@ -31,7 +31,7 @@ describe('fanout: stream usage events', () => {
   it('bills the transactions written to a rental\'s streams, per period and at the end of a stream', async () => {
     const sink = new Sink();
     const rentals = rentalsFromList([parseRental({ id: 'streamer', tokens: ['tok-stream-usage-1'], pps: 100 })]);
-    const f: TestFanout = await startTestFanout({ auth: { mode: 'token' }, rentalsFromBus: true }, rentals, undefined, { usage: sink, usagePeriodMs: 150 });
+    const f: TestFanout = await startTestFanout({ auth: { mode: 'token' } }, rentals, undefined, { usage: sink, usagePeriodMs: 150 });
     const key = testKey(1, 77);
     try {
       const c = StreamClient.open(f.address, { metadata: withToken('tok-stream-usage-1') });

@@ -31,7 +31,8 @@ describe('launcher: everything on one machine', function () {
     const cfg = parseConfig({
       localchain: { enabled: true, listen: '127.0.0.1:0' },
       ingest: { listen: '127.0.0.1:0' },
-      fanout: { listen: '127.0.0.1:0', auth: { mode: 'ip' }, rentalsFile },
+      fanout: { listen: '127.0.0.1:0', auth: { mode: 'ip' } },
+      rentals: { file: rentalsFile },
       metrics: { listen: '127.0.0.1:0' },
       admin: { enabled: true, listen: '127.0.0.1:0' },
       demo: { enabled: true, txPerSec: 20, accounts: 3 },

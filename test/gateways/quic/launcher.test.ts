@@ -36,7 +36,8 @@ describe('launcher: submission QUIC block', function () {
     fs.writeFileSync(rentalsFile, JSON.stringify([{ id: 'local', ips: ['127.0.0.1'], apiKeys: [apiKey], tps: 100 }]));
     const cfg = parseConfig({
       ingest: { enabled: false },
-      fanout: { listen: '127.0.0.1:0', rentalsFile },
+      fanout: { listen: '127.0.0.1:0' },
+      rentals: { file: rentalsFile },
       metrics: { enabled: false },
       gateways: { submit: { enabled: true, listen: '127.0.0.1:0', udp: { enabled: false }, tips: { accounts: [tip], minLamports: 1_000_000 }, forwardUrls: [chain.httpUrl], quic: { enabled: true, listen: '127.0.0.1:0' } } },
     });

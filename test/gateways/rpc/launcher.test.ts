@@ -53,7 +53,8 @@ describe('chain gateway: in the launcher', function () {
     const cfg = parseConfig({
       localchain: { enabled: true, listen: '127.0.0.1:0', slotMs: 100 },
       ingest: { enabled: false },
-      fanout: { enabled: false, rentalsFile },
+      fanout: { enabled: false },
+      rentals: { file: rentalsFile },
       metrics: { enabled: false },
       demo: { enabled: false },
       gateways: { rpc: { enabled: true, listen: '127.0.0.1:0', wsListen: '127.0.0.1:0', region: 'local' } },
