@@ -42,10 +42,18 @@ function load(b: BenchModule): (() => Promise<BenchResult[]>) | null {
   return fn as () => Promise<BenchResult[]>;
 }
 
+/** BENCH_ONLY=rpc,submit runs just the benches whose module names are listed (all of them when unset). */
+function selected(): BenchModule[] {
+  const only = process.env.BENCH_ONLY;
+  if (only === undefined || only.trim() === '') return BENCHES;
+  const names = new Set(only.split(',').map((s) => s.trim()));
+  return BENCHES.filter((b) => names.has(b.file.slice(2)));
+}
+
 async function main(): Promise<number> {
   let failed = 0;
   const started = performance.now();
-  for (const b of BENCHES) {
+  for (const b of selected()) {
     const t0 = performance.now();
     try {
       const fn = load(b);
