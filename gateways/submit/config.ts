@@ -24,6 +24,8 @@ export interface SubmitConfig {
   maxConnectionsPerIp: number;
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Plain /binary and /plaintext requests on the pipelined fast path (answers of one read in one write). */
+  fastPath: boolean;
   topics: { transactions: string };
 }
 
@@ -58,6 +60,7 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
     maxConnectionsPerIp: int(o, 'maxConnectionsPerIp', p, 512, 1),
     keepAliveTimeoutMs: int(o, 'keepAliveTimeoutMs', p, 30_000, 1),
     requestTimeoutMs: int(o, 'requestTimeoutMs', p, 10_000, 1),
+    fastPath: bool(o, 'fastPath', p, true),
     topics: { transactions: str(tp, 'transactions', `${p}.topics`, TOPIC.streamTransactions) },
   };
   const preflightUrl = optStr(o, 'preflightUrl', p);

@@ -1,12 +1,12 @@
 import http from 'node:http';
-import { isUtf8 } from 'node:buffer';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Log } from '../../infra/log';
 import { readBody } from './http-body';
-import { decodeBase64Strict, encodeBase58 } from './encoding';
+import { serveFast } from './http1-fast';
 import { errorAnswer, outcomeAnswer, parseEnvelope, parseSendParams, resultAnswer, type Answer } from './jsonrpc';
 import { MAX_TX_SZ, type SubmitPipeline } from './pipeline';
-import { HTTP_FRAMING, JSONRPC_ERRORS, rejection, rejectionMessage } from './rejections';
+import { binaryAnswer, plaintextAnswer, type PlainAnswer } from './plain-answer';
+import { HTTP_FRAMING, JSONRPC_ERRORS, rejection } from './rejections';
 
 // The HTTP transport on the region root. Routes (the key is the `api-key` query parameter on every one):
 //   POST /            JSON-RPC: sendTransaction, getVersion             body ≤ 3,072
@@ -14,7 +14,9 @@ import { HTTP_FRAMING, JSONRPC_ERRORS, rejection, rejectionMessage } from './rej
 //   POST /plaintext   base64 text, trimmed  → 200 text/plain signature  body ≤ 2,048   (no preflight)
 //   GET  /health      200 "ok" for load balancers (no key)
 // This file frames requests and answers; every decision is the pipeline's, every answer comes from the
-// rejection table. No request line, URL or key is ever logged.
+// rejection table. No request line, URL or key is ever logged. With `fastPath` on, each connection starts on
+// the pipelined fast path for /binary and /plaintext (http1-fast.ts) and moves to node:http at its first
+// request of any other kind.
 
 export const JSONRPC_BODY_MAX = 3072;
 export const BINARY_BODY_MAX = MAX_TX_SZ;
@@ -30,6 +32,8 @@ export interface HttpOptions {
   maxConnectionsPerIp: number;
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Serve plain /binary and /plaintext requests on the pipelined fast path (http1-fast.ts). */
+  fastPath: boolean;
   log: Log;
 }
 
@@ -77,6 +81,10 @@ function json(res: http.ServerResponse, a: Answer): void {
   send(res, a.status, JSON_TYPE, a.body);
 }
 
+function plain(res: http.ServerResponse, a: PlainAnswer): void {
+  send(res, a.status, TEXT, a.text);
+}
+
 /** A body over its limit: the answer, and the connection is not kept (the rest of the body was not read). */
 function tooLarge(res: http.ServerResponse, write: () => void): void {
   res.shouldKeepAlive = false;
@@ -111,16 +119,12 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
 
   const binary = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
     if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
-    answerPlain(res, pipeline, apiKey, body, 'binary');
+    plain(res, binaryAnswer(pipeline, apiKey, body));
   };
 
   const plaintext = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
     if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
-    if (!isUtf8(body)) return text(res, HTTP_FRAMING.invalidUtf8.status, HTTP_FRAMING.invalidUtf8.text);
-    const tx = decodeBase64Strict(body.toString('utf8').trim());
-    if (tx === null) return text(res, HTTP_FRAMING.invalidBase64.status, HTTP_FRAMING.invalidBase64.text);
-    if (tx.length > MAX_TX_SZ) return text(res, HTTP_FRAMING.decodedTooLarge.status, HTTP_FRAMING.decodedTooLarge.text);
-    answerPlain(res, pipeline, apiKey, tx, 'plaintext');
+    plain(res, plaintextAnswer(pipeline, apiKey, body));
   };
 
   /** A bug, not a client error: answer 500 and keep serving. The error carries no request data. */
@@ -151,8 +155,24 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     });
   });
   server.maxConnections = opts.maxConnections;
+  // node:http's own connection listener is taken off the server and called for each connection node:http
+  // serves: from the start, or from a fast-path handoff. One connection, one owner at a time.
+  const nodeConnection = server.listeners('connection') as ((this: http.Server, socket: Socket) => void)[];
+  if (nodeConnection.length !== 1) throw new Error(`node:http registered ${nodeConnection.length} connection listeners, expected 1`);
+  const toNode = (socket: Socket): void => nodeConnection[0]!.call(server, socket);
+  server.removeAllListeners('connection');
+  const sockets = new Set<Socket>();
+  const fastOpts = {
+    keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    maxBody: { binary: BINARY_BODY_MAX, plaintext: PLAINTEXT_BODY_MAX },
+    answer: (route: 'binary' | 'plaintext', apiKey: string | null, body: Buffer): PlainAnswer =>
+      route === 'binary' ? binaryAnswer(pipeline, apiKey, body) : plaintextAnswer(pipeline, apiKey, body),
+    apiKey: (target: string) => queryParam(target, 'api-key'),
+    handoff: toNode,
+  };
   const perIp = new Map<string, number>();
-  server.on('connection', (socket) => {
+  server.on('connection', (socket: Socket) => {
     const ip = socket.remoteAddress ?? '';
     const n = (perIp.get(ip) ?? 0) + 1;
     if (n > opts.maxConnectionsPerIp) {
@@ -160,11 +180,15 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
       return;
     }
     perIp.set(ip, n);
+    sockets.add(socket);
     socket.once('close', () => {
+      sockets.delete(socket);
       const left = (perIp.get(ip) ?? 1) - 1;
       if (left <= 0) perIp.delete(ip);
       else perIp.set(ip, left);
     });
+    if (opts.fastPath) serveFast(socket, fastOpts);
+    else toNode(socket);
   });
   server.headersTimeout = Math.min(opts.requestTimeoutMs, 60_000);
   server.on('clientError', (_err, socket) => {
@@ -183,13 +207,7 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     address: { host: opts.host, port: a.port },
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
-      server.closeAllConnections();
+      for (const s of sockets) s.destroy();
     }),
   };
-}
-
-function answerPlain(res: http.ServerResponse, pipeline: SubmitPipeline, apiKey: string | null, bytes: Buffer, transport: 'binary' | 'plaintext'): void {
-  const o = pipeline.submitNow({ apiKey, bytes, transport });
-  if (o.ok) return text(res, 200, encodeBase58(o.signature));
-  text(res, rejection(o.reason).http.status, rejectionMessage(o.reason, o.detail));
 }

@@ -72,7 +72,7 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
     });
     const feed = await followDeliveries(deps.bus, cfg.topics.transactions, cache, () => metrics.deliveredMarks.inc());
     closers.push(() => feed.close());
-    const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, maxConnectionsPerIp: cfg.maxConnectionsPerIp, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, log: deps.log });
+    const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, maxConnectionsPerIp: cfg.maxConnectionsPerIp, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, fastPath: cfg.fastPath, log: deps.log });
     closers.push(() => http.close());
     const service: SubmitService = { pipeline, http: http.address, close };
     if (cfg.udp.enabled) {

@@ -11,12 +11,15 @@ import { startUpstream, type Upstream } from './upstream';
 // The HTTP transport end to end over loopback: web3.js transactions in, the RPC forwarder out to a recording
 // upstream (the real-chain tests forward to the local chain node instead). Every framing and option rule.
 
-describe('submit HTTP transport', function () {
+// Every rule holds on both HTTP front ends: the pipelined fast path for plain /binary and /plaintext
+// (the default) and node:http alone (fastPath off).
+for (const fastPath of [true, false])
+describe(`submit HTTP transport (fastPath ${fastPath ? 'on' : 'off'})`, function () {
   let up: Upstream;
   let h: Harness;
   before(async () => {
     up = await startUpstream();
-    h = await startHarness({ upstreams: [up.url] });
+    h = await startHarness({ upstreams: [up.url], config: { fastPath } });
   });
   after(async () => {
     await h.close();
@@ -230,7 +233,7 @@ describe('submit HTTP transport', function () {
   });
 
   it('the rate limit: HTTP 429 -32001 on JSON-RPC, 429 plain text on /binary', async () => {
-    const limited = await startHarness({ upstreams: [up.url], rental: { tps: 2 } });
+    const limited = await startHarness({ upstreams: [up.url], rental: { tps: 2 }, config: { fastPath } });
     try {
       assert.equal((await post(limited, '/binary', legacyTx())).status, 200);
       assert.equal((await post(limited, '/binary', legacyTx())).status, 200);
@@ -245,7 +248,7 @@ describe('submit HTTP transport', function () {
   });
 
   it('caps open connections per client address; the others keep being served', async () => {
-    const capped = await startHarness({ upstreams: [up.url], config: { maxConnectionsPerIp: 2 } });
+    const capped = await startHarness({ upstreams: [up.url], config: { maxConnectionsPerIp: 2, fastPath } });
     const socks: net.Socket[] = [];
     try {
       const closed: boolean[] = [];
