@@ -104,7 +104,7 @@ function ask(child: ChildProcess): Promise<Stats> {
 }
 
 /** Pipelined HTTP/1.1 over raw sockets: W requests in flight per connection; counts 200 responses. */
-async function httpLoad(port: number, requests: Buffer[], seconds: number): Promise<{ ok: number; other: number }> {
+async function httpLoad(port: number, requests: Buffer[], seconds: number, connections = CONNECTIONS, window = WINDOW): Promise<{ ok: number; other: number }> {
   let ok = 0;
   let other = 0;
   let stop = false;
@@ -120,7 +120,7 @@ async function httpLoad(port: number, requests: Buffer[], seconds: number): Prom
       inFlight += n;
       s.write(Buffer.concat(batch));
     };
-    s.on('connect', () => send(WINDOW));
+    s.on('connect', () => send(window));
     s.on('error', reject);
     s.on('data', (d: Buffer) => {
       buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
@@ -149,7 +149,7 @@ async function httpLoad(port: number, requests: Buffer[], seconds: number): Prom
       if (done > 0) send(done);
     });
   });
-  const runs = Array.from({ length: CONNECTIONS }, run);
+  const runs = Array.from({ length: connections }, run);
   await new Promise((r) => setTimeout(r, seconds * 1000));
   stop = true;
   await Promise.all(runs);
@@ -276,6 +276,9 @@ export async function benchSubmit(): Promise<BenchResult[]> {
     // Warm-up (not measured): JIT, key cache, connections; otherwise the first phase pays for it.
     await httpLoad(ports.http, binReqs, 1);
     await phase('/binary accepted, per server core', () => httpLoad(ports.http, binReqs, SECONDS), 'binary', (r) => `${CONNECTIONS} keep-alive connections × ${WINDOW} pipelined; responses ${JSON.stringify(r)}`);
+    // The shape most HTTP clients have: one request in flight per keep-alive connection, so no read carries
+    // more than one request and every answer is its own write.
+    await phase('/binary accepted, per server core, 64 connections × 1 in flight', () => httpLoad(ports.http, binReqs, SECONDS, 64, 1), 'binary', (r) => `no pipelining; responses ${JSON.stringify(r)}`);
     const rpcReqs = txs.map((tx, i) => httpRequest('/', 'application/json', Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'sendTransaction', params: [bs58.encode(tx)] }))));
     await phase('JSON-RPC sendTransaction (base58) accepted, per server core', () => httpLoad(ports.http, rpcReqs, SECONDS), 'jsonrpc', (r) => `same load shape; responses ${JSON.stringify(r)}`);
     const raw = uuidToRaw(API_KEY);
