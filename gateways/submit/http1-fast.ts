@@ -14,8 +14,9 @@ import type { PlainAnswer } from './plain-answer';
 // it answers that request and every later one exactly as before. Answers already written precede its own.
 //
 // Bounds per connection: an incomplete request is at most a head (8 KiB) plus a body (≤ 2,048 bytes) and must
-// complete within requestTimeoutMs of its first byte; answers waiting for a client that does not read stop the
-// reading at WRITE_HIGH bytes; an idle connection closes after keepAliveTimeoutMs.
+// complete within requestTimeoutMs of its first byte; once answers wait for a client that does not read (the
+// socket's own high-water mark, 16 KiB, is passed) nothing more is read from it until they drain; an idle
+// connection closes after keepAliveTimeoutMs. So the sum over clients is bounded by the connection caps.
 
 export interface FastPathOptions {
   keepAliveTimeoutMs: number;
@@ -27,9 +28,6 @@ export interface FastPathOptions {
   /** Gives the socket to node:http. Unread bytes are already back in the socket's read buffer. */
   handoff(socket: Socket): void;
 }
-
-/** Answers buffered for a client that does not read, at most (then reading stops until it drains). */
-export const WRITE_HIGH = 64 * 1024;
 
 let dateAt = 0;
 let dateText = '';
@@ -107,7 +105,7 @@ export function serveFast(socket: Socket, opts: FastPathOptions): void {
       // A copy: a view would pin the whole read chunk for as long as the request stays incomplete.
       pending = Buffer.from(buf.subarray(off));
     } else pendingSince = 0;
-    if (out.length > 0 && !socket.write(out) && socket.writableLength > WRITE_HIGH) {
+    if (out.length > 0 && !socket.write(out)) {
       socket.pause();
       socket.once('drain', onDrain);
     }
