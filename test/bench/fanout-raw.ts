@@ -26,13 +26,13 @@ import { fmt, ProcessSampler, sleep, summarize, type BenchResult } from './stats
 
 // FANOUT_BENCH_PROFILE=<dir>: the fanout child runs under --cpu-prof and writes its profile there on exit.
 // FANOUT_BENCH_ONLY=direct|grpc-js, FANOUT_BENCH_CONNECTIONS=20, FANOUT_BENCH_WORKERS=1|2: run a subset.
-// FANOUT_BENCH_SEARCH=0: skip the searches.
+// FANOUT_BENCH_SEARCH=0: skip the searches; FANOUT_BENCH_RATES=4000: other fixed rates; FANOUT_BENCH_PHASE_S=20: longer phases.
 const PROFILE_DIR = process.env.FANOUT_BENCH_PROFILE;
-const PHASE_S = 4;
-const RATES = [4000, 12_000];
+const PHASE_S = Number(process.env.FANOUT_BENCH_PHASE_S ?? 4);
+const RATES = process.env.FANOUT_BENCH_RATES === undefined ? [4000, 12_000] : process.env.FANOUT_BENCH_RATES.split(',').map(Number);
 const CONNECTION_COUNTS = [1000, 20];
 const SEARCH_PHASE_S = 2;
-const SEARCH_STEPS = 4;
+const SEARCH_STEPS = 6;
 const KEPT_UP_P99_MS = 250;
 const KEPT_UP_LATE_MS = 250;
 const TAIL_MS = 1500;
