@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { KafkaBus } from '../../bus/kafka';
 import { startFanoutWorkers, workerScript, type FanoutWorkers } from '../../fanout/cluster';
+import os from 'node:os';
+import { resolveWorkers } from '../../fanout/config';
 import { parseConfig } from '../../infra/config';
+import { ConfigError } from '../../infra/config-read';
+import { launch } from '../../infra/launcher';
 import { Registry } from '../../infra/metrics';
 import { kafkaBrokers } from '../support/kafka';
 import { StreamClient } from '../support/stream-client';
@@ -151,5 +155,75 @@ describe('fanout workers on Kafka (fanout.workers = 2, one port)', function () {
     assert.ok(statuses.every((s) => s.codeName === 'UNAVAILABLE'), statuses.map((s) => `${s.codeName} ${s.details}`).join('; '));
     await waitFor(() => pids.every((p) => !alive(p)), 10_000, 'the workers to exit');
     assert.equal(pool!.healthy(), false);
+  });
+});
+
+describe('fanout.workers in config and in the launcher', function () {
+  this.timeout(180_000);
+
+  it('refuses workers > 1 on the embedded bus; "auto" is one per core on Kafka and 1 on the embedded bus', () => {
+    assert.throws(() => parseConfig({ fanout: { workers: 2 } }), (e: unknown) => e instanceof ConfigError && /fanout\.workers 2 needs the Kafka bus/.test(e.message));
+    assert.throws(() => parseConfig({ fanout: { workers: 'many' } }), ConfigError);
+    const auto = parseConfig({ fanout: { workers: 'auto' } }).fanout;
+    assert.equal(auto.workers, 0);
+    assert.equal(resolveWorkers(auto, 'embedded'), 1);
+    assert.equal(resolveWorkers(auto, 'kafka'), os.availableParallelism());
+    assert.equal(resolveWorkers(parseConfig({ bus: { kind: 'kafka', brokers: ['127.0.0.1:1'] }, fanout: { workers: 3 } }).fanout, 'kafka'), 3);
+  });
+
+  it('meridian start with fanout.workers = 2 on Kafka: one stream endpoint, both workers in /metrics and /readyz, stop ends the streams', async () => {
+    const brokers = await kafkaBrokers();
+    const topics = uniqueTopics('workers-launch');
+    const cfg = parseConfig({
+      bus: { kind: 'kafka', brokers, createTopics: true },
+      log: { level: 'warn' },
+      metrics: { listen: '127.0.0.1:0' },
+      ingest: { enabled: false },
+      demo: { enabled: false },
+      rentals: { fromBus: false },
+      fanout: { listen: '127.0.0.1:0', workers: 2, topics, heartbeatMs: 60_000 },
+    });
+    const bus = new KafkaBus({ brokers, clientId: 'fanout-workers-launch-test', log: quietLog() });
+    await bus.createTopics([
+      { name: topics.transactions, partitions: 1, compacted: false },
+      { name: topics.slots, partitions: 1, compacted: false },
+    ]);
+    const running = await launch(cfg, quietLog());
+    const clients: StreamClient[] = [];
+    let stopped = false;
+    try {
+      const address = running.endpoints.stream!;
+      assert.match(address, /^127\.0\.0\.1:\d+$/);
+      for (let i = 0; i < 4; i++) {
+        const c = StreamClient.open(address, ownConnection);
+        c.send({ transactions: { mine: { accountInclude: [testKey58(200 + i)] } }, pingId: 7 });
+        clients.push(c);
+      }
+      await Promise.all(clients.map((c) => c.waitFor((r) => r.pingId === 7, 30_000)));
+      const tx = makeTx({ keys: [testKey(202)] });
+      await bus.produce(topics.transactions, [txRecord(tx)]);
+      await clients[2]!.waitFor((r) => r.transaction?.signature === b58(tx.signature), 60_000);
+
+      const metricsUrl = running.endpoints.metrics!;
+      const text = await (await fetch(metricsUrl)).text();
+      const perWorker = text.split('\n').filter((l) => l.startsWith('meridian_fanout_subscribers{worker='));
+      assert.equal(perWorker.length, 2, text.split('\n').filter((l) => l.includes('fanout_subscribers')).join('\n'));
+      assert.equal(perWorker.reduce((n, l) => n + Number(l.split(' ')[1]), 0), 4);
+      assert.equal(text.split('\n').filter((l) => l === '# TYPE meridian_fanout_subscribers gauge').length, 1);
+      const ready = await fetch(metricsUrl.replace(/\/metrics$/, '/readyz'));
+      assert.equal(ready.status, 200);
+
+      await running.stop();
+      stopped = true;
+      const statuses = await Promise.all(clients.map((c) => c.waitForEnd(20_000)));
+      assert.equal(statuses.length, 4);
+      assert.ok(statuses.every((st) => st.codeName === 'UNAVAILABLE'), statuses.map((st) => st.codeName).join(', '));
+      assert.equal(clients[0]!.transactions.length, 0);
+      assert.equal(clients[2]!.transactions.length, 1);
+    } finally {
+      if (!stopped) await running.stop();
+      await Promise.all(clients.map((c) => c.close()));
+      await bus.close();
+    }
   });
 });
