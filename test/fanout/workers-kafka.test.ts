@@ -57,7 +57,7 @@ describe('fanout workers on Kafka (fanout.workers = 2, one port)', function () {
       rentals: { fromBus: false },
       fanout: { listen: '127.0.0.1:0', workers: 2, topics, heartbeatMs: 60_000 },
     });
-    pool = await startFanoutWorkers({ count: 2, ...workerScript(path.join(__dirname, '../../infra'), 'fanout-worker', __filename), payload: { config }, log: quietLog() });
+    pool = await startFanoutWorkers({ count: 2, ...workerScript(path.dirname(require.resolve('../../infra/fanout-worker')), 'fanout-worker', __filename), payload: { config }, log: quietLog() });
   });
 
   after(async () => {
