@@ -55,6 +55,8 @@ export interface FanoutConfig {
   /**
    * Processes serving subscribers on the one listen port (node:cluster), each reading the bus itself and holding
    * the per-process budgets above. 0 ("auto" in the file) = one per core. More than one needs the Kafka bus.
+   * Every cap above is then per worker: the queue budget, the stream caps (per IP too: one address may hold
+   * maxStreamsPerIp on each worker its connections land on) and the filter key totals.
    */
   workers: number;
 }

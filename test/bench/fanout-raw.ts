@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { FanoutStats } from '../../fanout/fanout';
 import { FanoutChild } from '../fanout/child-process';
+import type { LatencyCounts } from '../fanout/fanout-child';
 import { RawConnection, type RawStream } from '../fanout/raw-client';
 import { uniqueTopics } from '../fanout/support';
 import { publishStamp } from './fanout';
@@ -24,10 +25,12 @@ import { fmt, ProcessSampler, sleep, summarize, type BenchResult } from './stats
 // every transaction processed and every response received within TAIL_MS of the feed's end, p99 publish →
 // receipt < 250 ms, and the publisher (which shares the fanout's event loop) never more than 250 ms late.
 
-// FANOUT_BENCH_PROFILE=<dir>: the fanout child runs under --cpu-prof and writes its profile there on exit.
+// FANOUT_BENCH_PROFILE=<dir>: the fanout child runs under --cpu-prof and writes its profile there on exit;
+// FANOUT_BENCH_NODE_ARGS='--max-semi-space-size=64': node flags for the fanout child (and its workers).
 // FANOUT_BENCH_ONLY=direct|grpc-js, FANOUT_BENCH_CONNECTIONS=20, FANOUT_BENCH_WORKERS=1|2: run a subset.
 // FANOUT_BENCH_SEARCH=0: skip the searches; FANOUT_BENCH_RATES=4000: other fixed rates; FANOUT_BENCH_PHASE_S=20: longer phases.
 const PROFILE_DIR = process.env.FANOUT_BENCH_PROFILE;
+const NODE_ARGS = (process.env.FANOUT_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const PHASE_S = Number(process.env.FANOUT_BENCH_PHASE_S ?? 4);
 const RATES = process.env.FANOUT_BENCH_RATES === undefined ? [4000, 12_000] : process.env.FANOUT_BENCH_RATES.split(',').map(Number);
 const CONNECTION_COUNTS = [1000, 20];
@@ -83,6 +86,8 @@ interface PhaseResult {
   usPerMsg: number;
   p50: number;
   p99: number;
+  /** Upper bucket bound of the server's own p99, bus record observed-at → written to the stream. */
+  serverP99Le: number;
   lateMs: number;
   clientCpuPct: number;
   /** Why the phase does not count as kept up; undefined when it does. */
@@ -90,6 +95,18 @@ interface PhaseResult {
 }
 
 const stats = (u: { stats: unknown }): FanoutStats => u.stats as FanoutStats;
+
+/** The bucket bound under which 99% of the writes between two snapshots of the server's histogram fall. */
+function serverP99(a: LatencyCounts, b: LatencyCounts): number {
+  const total = b.count - a.count;
+  if (total <= 0) return Number.NaN;
+  let cum = 0;
+  for (let i = 0; i < b.buckets.length; i++) {
+    cum += b.counts[i]! - a.counts[i]!;
+    if (cum >= total * 0.99) return b.buckets[i]!;
+  }
+  return Number.POSITIVE_INFINITY;
+}
 
 /** One phase at `rate`: feed, then up to TAIL_MS for every transaction to be processed and every response received. */
 async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: number, seq0: number): Promise<PhaseResult> {
@@ -132,6 +149,7 @@ async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: n
     usPerMsg: delivered > 0 ? (cpuMs * 1000) / delivered : Number.NaN,
     p50: s.p50,
     p99: s.p99,
+    serverP99Le: serverP99(u0.latency, u1.latency),
     lateMs,
     clientCpuPct: clientUsage.cpuPct,
     behind,
@@ -188,6 +206,7 @@ function phaseRow(c: CaseSpec, p: PhaseResult, what: string): BenchResult {
       server_us_per_msg: p.usPerMsg,
       p50_ms: p.p50,
       p99_ms: p.p99,
+      server_p99_le_ms: p.serverP99Le,
       kept_up: p.behind === undefined ? 'yes' : 'no',
       client_cpu_pct: p.clientCpuPct,
     },
@@ -213,7 +232,7 @@ async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
         queueBudgetBytes: 1 << 30,
       },
     },
-    PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`],
+    [...NODE_ARGS, ...(PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`])],
   );
   const out: BenchResult[] = [];
   let load: Load | undefined;
