@@ -5,8 +5,8 @@ import type { FanoutHandle } from './server';
 
 // The worker side of cluster.ts: a worker entry script calls serveFanoutWorker() with the function that starts
 // its fanout (own bus reader, own budgets) from the primary's payload. It reports the address once listening,
-// answers stats/metrics (and the entry's own request kinds), and stops gracefully when the primary asks, on
-// SIGTERM/SIGINT, or when the primary goes away.
+// answers stats/metrics (and the entry's own request kinds), and stops gracefully (streams end UNAVAILABLE)
+// when the primary asks or on SIGTERM/SIGINT.
 
 export interface WorkerStart {
   /** 0..N-1: the worker's place, stable across restarts (its metrics label and log field). */
@@ -82,6 +82,6 @@ export function serveFanoutWorker(start: (s: WorkerStart) => Promise<WorkerRunni
   });
   process.once('SIGTERM', () => void stop());
   process.once('SIGINT', () => void stop());
-  // The primary is gone: nobody hands this worker connections any more, and nobody would stop it.
-  process.once('disconnect', () => void stop());
+  // When the primary itself dies, node:cluster exits the worker at once (its 'disconnect' handler): the
+  // connections drop and clients reconnect to whatever replaces the service.
 }
