@@ -1,5 +1,6 @@
 import { TOPIC } from '../bus/topics';
-import { ConfigError, bool, hostPort, int, oneOf, section, str } from '../infra/config-read';
+import os from 'node:os';
+import { ConfigError, bool, hostPort, int, oneOf, section, str, type Raw } from '../infra/config-read';
 import { MAX_FILTERS_PER_SET } from './filter';
 
 export interface FanoutConfig {
@@ -51,6 +52,19 @@ export interface FanoutConfig {
   directWrites: boolean;
   /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
   topics: { transactions: string; slots: string };
+  /**
+   * Processes serving subscribers on the one listen port (node:cluster), each reading the bus itself and holding
+   * the per-process budgets above. 0 ("auto" in the file) = one per core. More than one needs the Kafka bus.
+   * Every cap above is then per worker: the queue budget, the stream caps (per IP too: one address may hold
+   * maxStreamsPerIp on each worker its connections land on) and the filter key totals.
+   */
+  workers: number;
+}
+
+/** fanout.workers: a count, or "auto" / 0 for one per core. */
+function workerCount(o: Raw, p: string): number {
+  if (o.workers === 'auto') return 0;
+  return int(o, 'workers', p, 1, 0, 256);
 }
 
 export function parseFanoutConfig(raw: unknown): FanoutConfig {
@@ -90,7 +104,18 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
     },
+    workers: workerCount(o, p),
   };
   if (cfg.maxFilters > MAX_FILTERS_PER_SET) throw new ConfigError(`${p}.maxFilters: at most ${MAX_FILTERS_PER_SET} (matches travel as a 32-bit mask)`);
   return cfg;
+}
+
+/**
+ * How many worker processes to run on this bus. Workers read the bus each for themselves, and an embedded bus
+ * lives inside one process: there "auto" means 1, and an explicit count above 1 is refused (parseConfig says so
+ * before anything starts).
+ */
+export function resolveWorkers(cfg: Pick<FanoutConfig, 'workers'>, busKind: 'embedded' | 'kafka'): number {
+  if (busKind === 'embedded') return 1;
+  return cfg.workers === 0 ? Math.max(1, os.availableParallelism()) : cfg.workers;
 }

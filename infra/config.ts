@@ -79,8 +79,13 @@ export function parseConfig(raw: unknown): Config {
   if (fanout.auth.mode !== 'none' && rentals.file === undefined && !rentals.fromBus) {
     throw new ConfigError(`fanout.auth.mode ${fanout.auth.mode} needs rentals: set rentals.file or rentals.fromBus`);
   }
+  const bus = parseBus(o.bus);
+  // Each fanout worker reads the bus itself; an embedded bus is inside this one process.
+  if (bus.kind === 'embedded' && fanout.workers > 1) {
+    throw new ConfigError(`fanout.workers ${fanout.workers} needs the Kafka bus (bus.kind kafka or KAFKA_BROKERS): each worker process reads the bus itself, and the embedded bus lives inside one process`);
+  }
   return {
-    bus: parseBus(o.bus),
+    bus,
     log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info') },
     metrics: parseMetrics(o.metrics),
     ingest: parseIngestConfig(o.ingest),

@@ -6,6 +6,8 @@ import { openBus } from '../bus/open';
 import type { RentalRegistry } from '../bus/rental-registry';
 import { startIngest } from '../ingest/worker';
 import { startFanout } from '../fanout/server';
+import { startFanoutWorkers, workerScript } from '../fanout/cluster';
+import { resolveWorkers } from '../fanout/config';
 import { startAdmin } from './admin/server';
 import { startBillingJob } from './billing/job';
 import { startRpcGateway } from '../gateways/rpc/gateway';
@@ -20,7 +22,7 @@ import { startDemoTraffic, type SendTx } from './demo/traffic';
 import type { Tip } from './demo/transfers';
 import type { Endpoints } from './endpoints';
 import { startLocalChain, type LocalChain } from './localchain';
-import { metrics, serveMetrics } from './metrics';
+import { metrics, serveMetrics, type HealthCheck } from './metrics';
 import type { Log } from './log';
 import { openRentals } from './rentals-source';
 import { startSubmit, type SubmitService } from '../gateways/submit/service';
@@ -50,6 +52,8 @@ interface Launch {
   rentals: RentalRegistry;
   endpoints: Endpoints;
   onStop(s: Stopper): void;
+  /** /readyz checks; a component may add its own (they are read at every request). */
+  checks: HealthCheck[];
   /** The local chain node, when it runs. */
   chain?: LocalChain;
   /**
@@ -170,12 +174,27 @@ async function startIngestComponent(l: Launch): Promise<void> {
   l.endpoints.ingest = `udp://${joinHostPort(ingest.address.host, ingest.address.port)}`;
 }
 
-// --- fanout: the v1 gRPC stream.
+// --- fanout: the v1 gRPC stream. fanout.workers > 1 (Kafka bus only): worker processes on the one port, each its
+// own bus reader, rentals projection and usage producer (infra/fanout-worker.ts); their metrics carry worker="N".
 async function startFanoutComponent(l: Launch): Promise<void> {
   if (!l.cfg.fanout.enabled) return;
-  const fanout = await startFanout(l.cfg.fanout, l.bus, l.rentals, l.log.child({ component: 'fanout' }), { usage: usageProducer(l) });
-  l.onStop(() => fanout.close());
-  l.endpoints.stream = fanout.address;
+  const log = l.log.child({ component: 'fanout' });
+  const workers = resolveWorkers(l.cfg.fanout, l.bus.kind);
+  if (workers === 1) {
+    if (l.cfg.fanout.workers === 0 && l.bus.kind === 'embedded') log.info('fanout.workers auto: one process (workers read the bus each for themselves; the embedded bus is inside this one)');
+    const fanout = await startFanout(l.cfg.fanout, l.bus, l.rentals, log, { usage: usageProducer(l) });
+    l.onStop(() => fanout.close());
+    l.endpoints.stream = fanout.address;
+    return;
+  }
+  const pool = await startFanoutWorkers({ count: workers, ...workerScript(__dirname, 'fanout-worker', __filename), payload: { config: l.cfg }, log });
+  const unregister = metrics.addRemote(() => pool.metrics());
+  l.onStop(async () => {
+    unregister();
+    await pool.close();
+  });
+  l.checks.push({ name: 'fanout workers', check: () => pool.healthy() });
+  l.endpoints.stream = pool.address;
 }
 
 // --- rpc: the chain JSON-RPC gateway (HTTP + WebSocket) in front of the configured chain nodes, or the local
@@ -280,10 +299,11 @@ export async function launch(config: Config, log: Log): Promise<Running> {
       }
     }
   };
+  const checks: HealthCheck[] = [{ name: 'running', check: () => started && !stopping }];
   try {
     // First up, last down: /readyz says "not ready" while components start and while they drain.
     if (cfg.metrics.enabled) {
-      const server: Server = await serveMetrics(metrics, cfg.metrics.host, cfg.metrics.port, [{ name: 'running', check: () => started && !stopping }]).catch((e: unknown) => {
+      const server: Server = await serveMetrics(metrics, cfg.metrics.host, cfg.metrics.port, checks).catch((e: unknown) => {
         throw asListenError(e, 'metrics.listen');
       });
       onStop(() => new Promise<void>((r) => {
@@ -300,7 +320,7 @@ export async function launch(config: Config, log: Log): Promise<Running> {
     onStop(() => opened.close());
     const rentals = opened.registry;
 
-    const l: Launch = { cfg, log, bus, rentals, endpoints, onStop };
+    const l: Launch = { cfg, log, bus, rentals, endpoints, onStop, checks };
     for (const c of COMPONENTS) {
       try {
         await c.start(l);

@@ -68,6 +68,7 @@ interface Family {
 
 export class Registry {
   private readonly families = new Map<string, Family>();
+  private readonly remotes = new Set<() => Promise<FamilyLines[][]>>();
 
   private family(name: string, help: string, type: Family['type']): Family {
     let f = this.families.get(name);
@@ -107,27 +108,72 @@ export class Registry {
     for (const f of this.families.values()) f.series = f.series.filter((s) => s !== metric);
   }
 
-  render(): string {
-    const out: string[] = [];
+  /** Every family's series as text lines; `extra` labels go on every series (another process's identity). */
+  lines(extra?: Labels): FamilyLines[] {
+    const out: FamilyLines[] = [];
     for (const f of this.families.values()) {
-      out.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`);
+      const lines: string[] = [];
       for (const s of f.series) {
+        const labels = extra === undefined ? s.labels : { ...s.labels, ...extra };
         if (s instanceof Histogram) {
           let cum = 0;
           for (let i = 0; i < s.buckets.length; i++) {
             cum += s.counts[i]!;
-            out.push(`${f.name}_bucket${labelText({ ...s.labels, le: String(s.buckets[i]) })} ${cum}`);
+            lines.push(`${f.name}_bucket${labelText({ ...labels, le: String(s.buckets[i]) })} ${cum}`);
           }
-          out.push(`${f.name}_bucket${labelText({ ...s.labels, le: '+Inf' })} ${s.count}`);
-          out.push(`${f.name}_sum${labelText(s.labels)} ${s.sum}`, `${f.name}_count${labelText(s.labels)} ${s.count}`);
+          lines.push(`${f.name}_bucket${labelText({ ...labels, le: '+Inf' })} ${s.count}`);
+          lines.push(`${f.name}_sum${labelText(labels)} ${s.sum}`, `${f.name}_count${labelText(labels)} ${s.count}`);
         } else {
           const v = s instanceof Gauge ? s.current() : s.value;
-          out.push(`${f.name}${labelText(s.labels)} ${v}`);
+          lines.push(`${f.name}${labelText(labels)} ${v}`);
         }
       }
+      out.push({ name: f.name, help: f.help, type: f.type, lines });
     }
-    return out.join('\n') + '\n';
+    return out;
   }
+
+  render(): string {
+    return renderFamilies([this.lines()]);
+  }
+
+  /**
+   * Adds series other processes hold (fanout workers) to every scrape through renderAll(); they arrive as
+   * lines() of those processes, labelled by the caller. Returns the function that removes the source.
+   */
+  addRemote(collect: () => Promise<FamilyLines[][]>): () => void {
+    this.remotes.add(collect);
+    return () => this.remotes.delete(collect);
+  }
+
+  /** This registry and every remote source, one HELP/TYPE per family (a family may span processes). */
+  async renderAll(): Promise<string> {
+    const all: FamilyLines[][] = [this.lines()];
+    for (const r of this.remotes) all.push(...(await r()));
+    return renderFamilies(all);
+  }
+}
+
+/** One family's rendered series, as a process sends them to the one that serves /metrics. */
+export interface FamilyLines {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  lines: string[];
+}
+
+function renderFamilies(sources: FamilyLines[][]): string {
+  const merged = new Map<string, FamilyLines>();
+  for (const src of sources) {
+    for (const f of src) {
+      const m = merged.get(f.name);
+      if (m === undefined) merged.set(f.name, { ...f, lines: [...f.lines] });
+      else m.lines.push(...f.lines);
+    }
+  }
+  const out: string[] = [];
+  for (const f of merged.values()) out.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`, ...f.lines);
+  return out.join('\n') + '\n';
 }
 
 /** The process-wide registry. Components register into it; `meridian start` serves it on /metrics. */
@@ -142,8 +188,16 @@ export interface HealthCheck {
 export function serveMetrics(registry: Registry, host: string, port: number, checks: HealthCheck[]): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     if (req.url === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end(registry.render());
+      registry.renderAll().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+          res.end(text);
+        },
+        () => {
+          res.writeHead(500);
+          res.end();
+        },
+      );
     } else if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end('ok\n');

@@ -123,16 +123,20 @@ export interface FeedPlan {
  * Publishes at `rate` tx/s for `seconds`: every tick, one produce of what is due (like ingest's per-entry-batch
  * produces). Returns how many were published. Used in the fanout process (embedded bus) and the bench (Kafka).
  */
-export async function paceFeed(bus: Bus, topic: string, plan: FeedPlan, templates: TxTemplate[]): Promise<{ published: number; elapsedMs: number }> {
+export async function paceFeed(bus: Bus, topic: string, plan: FeedPlan, templates: TxTemplate[]): Promise<{ published: number; elapsedMs: number; lateMs: number }> {
   const t0 = performance.now();
   const endAt = t0 + plan.seconds * 1000;
   let published = 0;
+  // How late the most overdue record was made (its stamp is when it was made, so a publisher whose event loop
+  // is stalled would hide that delay from the latency figures; this shows it).
+  let lateMs = 0;
   const pending = new Set<Promise<void>>();
   for (;;) {
     const now = performance.now();
     // At the end, exactly rate × seconds (the float product of elapsed time and rate can land just below it).
     const total = Math.round(plan.rate * plan.seconds);
     const due = (now >= endAt ? total : Math.min(Math.floor(((now - t0) / 1000) * plan.rate), total)) - published;
+    if (due > 0) lateMs = Math.max(lateMs, now - (t0 + ((published + 1) / plan.rate) * 1000));
     // A late tick (the bench process is busy) makes a big batch; split it below Kafka's 1 MB message limit.
     for (let left = due; left > 0; ) {
       const n = Math.min(left, MAX_RECORDS_PER_PRODUCE);
@@ -151,13 +155,13 @@ export async function paceFeed(bus: Bus, topic: string, plan: FeedPlan, template
     await new Promise((r) => setTimeout(r, 2));
   }
   await Promise.all(pending);
-  return { published, elapsedMs: performance.now() - t0 };
+  return { published, elapsedMs: performance.now() - t0, lateMs };
 }
 
 let cachedTemplates: TxTemplate[] | undefined;
 
 /** fanout-child.ts's feed hook (embedded bus: the publisher shares the fanout's process, as in a one-machine deploy). */
-export async function feed(bus: Bus, topics: { transactions: string }, msg: Record<string, unknown>): Promise<{ published: number; elapsedMs: number }> {
+export async function feed(bus: Bus, topics: { transactions: string }, msg: Record<string, unknown>): Promise<{ published: number; elapsedMs: number; lateMs: number }> {
   cachedTemplates ??= txTemplates();
   const plan = msg as unknown as FeedPlan;
   return paceFeed(bus, topics.transactions, plan, cachedTemplates);
