@@ -25,14 +25,38 @@ export interface UsageEvent {
 const SURFACES: ReadonlySet<string> = new Set<Surface>(['stream', 'rpc', 'rpc-ws', 'submit', 'evm']);
 const OUTCOMES: ReadonlySet<string> = new Set<Outcome>(['ok', 'rejected', 'error', 'rate_limited']);
 
+let isoMs = -1;
+let isoText = '';
+
+/** The ISO time of now, formatted once per millisecond: every surface emits an event per request. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
 export function newUsageEvent(e: Omit<UsageEvent, 'id' | 'time'> & { time?: Date }): UsageEvent {
-  const ev: UsageEvent = { id: randomUUID(), time: (e.time ?? new Date()).toISOString(), rental: e.rental, surface: e.surface, method: e.method, units: e.units, outcome: e.outcome };
+  const ev: UsageEvent = { id: randomUUID(), time: e.time === undefined ? isoNow() : e.time.toISOString(), rental: e.rental, surface: e.surface, method: e.method, units: e.units, outcome: e.outcome };
   if (e.chain !== undefined) ev.chain = e.chain;
   return ev;
 }
 
+/**
+ * Exactly JSON.stringify's text for a UsageEvent, built directly: this runs once per metered request on every
+ * surface. id and time are generated here (UUID, ISO) and need no escaping; every other string is escaped by
+ * JSON.stringify; a non-finite number falls back to the generic path (which writes null, as JSON.stringify does).
+ */
+function usageJson(e: UsageEvent): string {
+  if (!Number.isFinite(e.units) || (e.chain !== undefined && !Number.isFinite(e.chain))) return JSON.stringify(e);
+  const chain = e.chain === undefined ? '' : `,"chain":${e.chain}`;
+  return `{"id":${JSON.stringify(e.id)},"time":${JSON.stringify(e.time)},"rental":${JSON.stringify(e.rental)},"surface":${JSON.stringify(e.surface)},"method":${JSON.stringify(e.method)},"units":${e.units},"outcome":${JSON.stringify(e.outcome)}${chain}}`;
+}
+
 export function encodeUsageEvent(e: UsageEvent): { key: Buffer; value: Buffer } {
-  return { key: Buffer.from(e.rental, 'utf8'), value: Buffer.from(JSON.stringify(e), 'utf8') };
+  return { key: Buffer.from(e.rental, 'utf8'), value: Buffer.from(usageJson(e), 'utf8') };
 }
 
 export function decodeUsageEvent(value: Buffer): UsageEvent | { error: string } {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { decodeRental, encodeRental, parseRental, rentalTombstone, type Rental } from '../../bus/topics/rentals';
@@ -86,6 +87,22 @@ describe('topic codecs', () => {
       assert.deepEqual(decodeUsageEvent(value), e);
       assert.notEqual(event().id, e.id);
       assert.equal(e.time, '2024-06-01T00:00:00.000Z');
+    });
+
+    it('encodes exactly what JSON.stringify writes, for any strings and numbers (fuzzed)', () => {
+      const surfaces = ['stream', 'rpc', 'rpc-ws', 'submit', 'evm'] as const;
+      const outcomes = ['ok', 'rejected', 'error', 'rate_limited'] as const;
+      fc.assert(
+        fc.property(
+          fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.constantFrom(...surfaces), fc.constantFrom(...outcomes),
+          fc.oneof(fc.nat(), fc.double()), fc.option(fc.oneof(fc.nat(), fc.double()), { nil: undefined }), fc.boolean(),
+          (rental, method, surface, outcome, units, chain, now) => {
+            const e = newUsageEvent({ rental, method, surface, outcome, units, ...(chain === undefined ? {} : { chain }), ...(now ? {} : { time: new Date(1_700_000_000_123) }) });
+            assert.equal(encodeUsageEvent(e).value.toString('utf8'), JSON.stringify(e));
+          },
+        ),
+        { numRuns: 2000 },
+      );
     });
 
     it('drops unknown fields on decode', () => {
