@@ -27,8 +27,8 @@ export interface Load {
   startRecording(): Promise<void>;
   /** Stops recording; the latency over the samples since startRecording. */
   stopRecording(): Promise<Latency>;
-  /** CPU ms the load client has used so far (the go client's process; for node: this whole process). */
-  cpuMs(): Promise<number>;
+  /** CPU ms (user, system) the load client has used so far (the go client's process; for node: this whole process). */
+  cpuMs(): Promise<{ user: number; sys: number }>;
   close(): Promise<void>;
 }
 
@@ -78,7 +78,10 @@ async function openGoLoad(address: string, connections: number): Promise<Load> {
       const s = await client.stats();
       return { count: s.samples, p50: s.p50 ?? Number.NaN, p99: s.p99 ?? Number.NaN };
     },
-    cpuMs: async () => (await client.stats()).cpuMs,
+    cpuMs: async () => {
+      const s = await client.stats();
+      return { user: s.userMs, sys: s.sysMs };
+    },
     close: () => client.close(),
   };
 }
@@ -123,7 +126,7 @@ async function openNodeLoad(address: string, connections: number): Promise<Load>
     },
     cpuMs: () => {
       const u = process.cpuUsage();
-      return Promise.resolve((u.user + u.system) / 1000);
+      return Promise.resolve({ user: u.user / 1000, sys: u.system / 1000 });
     },
     close: () => {
       for (const c of conns) c.destroy();

@@ -64,6 +64,8 @@ interface PhaseResult {
   lateMs: number;
   clientCpuPct: number;
   clientUsPerMsg: number;
+  /** The kernel's share of the client's CPU. */
+  clientSysPct: number;
   /** Why the phase does not count as kept up; undefined when it does. */
   behind: string | undefined;
 }
@@ -103,7 +105,9 @@ async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: n
   const done = caughtUp();
   const wallS = (performance.now() - t0) / 1000;
   const s = await load.stopRecording();
-  const clientCpuMs = (await load.cpuMs()) - c0;
+  const c1 = await load.cpuMs();
+  const clientCpuMs = c1.user + c1.sys - c0.user - c0.sys;
+  const clientSysMs = c1.sys - c0.sys;
   const delivered = (await load.received()) - r0;
   const cpuMs = u1.cpuMs - u0.cpuMs;
   const lateMs = fed.lateMs ?? 0;
@@ -127,6 +131,7 @@ async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: n
     lateMs,
     clientCpuPct: (clientCpuMs / 1000 / wallS) * 100,
     clientUsPerMsg: delivered > 0 ? (clientCpuMs * 1000) / delivered : Number.NaN,
+    clientSysPct: clientCpuMs > 0 ? (clientSysMs / clientCpuMs) * 100 : Number.NaN,
     behind,
   };
 }
@@ -185,6 +190,7 @@ function phaseRow(c: CaseSpec, p: PhaseResult, what: string): BenchResult {
       kept_up: p.behind === undefined ? 'yes' : 'no',
       client_cpu_pct: p.clientCpuPct,
       client_us_per_msg: p.clientUsPerMsg,
+      client_sys_share_pct: p.clientSysPct,
     },
     note: p.behind,
   };

@@ -26,6 +26,8 @@ export interface GoLoadStats {
   connErrors: number;
   /** The client process's own CPU (user + system) since it started. */
   cpuMs: number;
+  userMs: number;
+  sysMs: number;
   /** The last non-OK status or connection error seen, '' when none. */
   status: string;
 }

@@ -6,31 +6,26 @@
 // prefixes, counts every message, and takes the publish stamp out of signatures[0] exactly as publishStamp() in
 // test/bench/fanout.ts does, recording (now - stamp) into a fixed-size histogram while recording is on.
 //
-// Raw framing (http2.Framer + hpack), one goroutine per connection that both reads and writes (window updates,
-// settings/ping acks), 64 KiB reads, no per-message allocation. Commands on stdin, one JSON line per answer on
-// stdout (README.md has the protocol). Stdin closing ends the process.
+// Raw HTTP/2 framing over non-blocking sockets in one epoll loop on one thread (conn.go), no per-message
+// allocation. Commands on stdin, one JSON line per answer on stdout (README.md has the protocol). Stdin closing
+// ends the process.
 package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 const (
@@ -39,7 +34,6 @@ const (
 	// update once half of a window has been consumed (what nghttp2 does).
 	streamWindow = 1 << 20
 	connWindow   = 16 << 20
-	readBuffer   = 64 << 10
 	// A response larger than this is a broken stream, not a message.
 	maxMessage = 64 << 20
 	// Latency histogram: 10 µs buckets up to 10 s, the last bucket holds everything above.
@@ -214,221 +208,13 @@ func quantiles(ps []float64) []any {
 	return res
 }
 
-func cpuMs() float64 {
+// cpuMs: this process's user and system CPU so far.
+func cpuMs() (float64, float64) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
-}
-
-type stream struct {
-	pending  []byte // a message split across DATA frames
-	messages uint64
-	unacked  uint32 // bytes consumed since the last WINDOW_UPDATE
-	done     bool
-}
-
-type conn struct {
-	nc          net.Conn
-	br          *bufio.Reader
-	bw          *bufio.Writer
-	fr          *http2.Framer
-	streams     []*stream // by (stream id - 1) / 2
-	connUnacked uint32
-}
-
-func dial(addr, path string, reqs [][]byte) (*conn, error) {
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	c := &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), bw: bufio.NewWriterSize(nc, readBuffer)}
-	c.fr = http2.NewFramer(c.bw, c.br)
-	c.fr.SetReuseFrames()
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = 1 << 20
-	if _, err := c.bw.WriteString(http2.ClientPreface); err != nil {
-		return nil, err
-	}
-	if err := c.fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush, Val: 0}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow}); err != nil {
-		return nil, err
-	}
-	if err := c.fr.WriteWindowUpdate(0, connWindow-65535); err != nil {
-		return nil, err
-	}
-	var hbuf bytes.Buffer
-	henc := hpack.NewEncoder(&hbuf)
-	for k, req := range reqs {
-		id := uint32(1 + 2*k)
-		hbuf.Reset()
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", addr}, {":path", path}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
-			henc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
-		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hbuf.Bytes(), EndHeaders: true}); err != nil {
-			return nil, err
-		}
-		if err := c.fr.WriteData(id, false, req); err != nil {
-			return nil, err
-		}
-		c.streams = append(c.streams, &stream{})
-	}
-	return c, c.bw.Flush()
-}
-
-func (c *conn) stream(id uint32) *stream {
-	if id == 0 || id%2 == 0 || int((id-1)/2) >= len(c.streams) {
-		return nil
-	}
-	return c.streams[(id-1)/2]
-}
-
-func (s *stream) end() {
-	if !s.done {
-		s.done = true
-		ended.Add(1)
-	}
-}
-
-func (c *conn) onMessage(s *stream, m []byte, now float64) {
-	s.messages++
-	messages.Add(1)
-	if s.messages == 1 && pongs.Add(1) == totalStr {
-		emit(map[string]any{"type": "ready", "streams": totalStr})
-	}
-	if t, ok := publishStamp(m); ok {
-		received.Add(1)
-		if recording.Load() {
-			record(now - t)
-		}
-	}
-}
-
-// onData cuts a DATA frame's payload at the gRPC length prefixes; only a message split across frames is copied.
-func (c *conn) onData(s *stream, data []byte, now float64) error {
-	for len(data) > 0 && len(s.pending) > 0 {
-		if len(s.pending) < prefixSize {
-			n := min(prefixSize-len(s.pending), len(data))
-			s.pending = append(s.pending, data[:n]...)
-			data = data[n:]
-			continue
-		}
-		total := prefixSize + int(binary.BigEndian.Uint32(s.pending[1:prefixSize]))
-		n := min(total-len(s.pending), len(data))
-		s.pending = append(s.pending, data[:n]...)
-		data = data[n:]
-		if len(s.pending) == total {
-			c.onMessage(s, s.pending[prefixSize:], now)
-			s.pending = s.pending[:0]
-		}
-	}
-	for len(data) >= prefixSize {
-		l := binary.BigEndian.Uint32(data[1:prefixSize])
-		if l > maxMessage {
-			return fmt.Errorf("message of %d bytes", l)
-		}
-		total := prefixSize + int(l)
-		if len(data) < total {
-			break
-		}
-		c.onMessage(s, data[prefixSize:total], now)
-		data = data[total:]
-	}
-	if len(data) > 0 {
-		s.pending = append(s.pending[:0], data...)
-	}
-	return nil
-}
-
-func (c *conn) run() {
-	err := c.loop()
-	connErrors.Add(1)
-	for _, s := range c.streams {
-		s.end()
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		noteStatus("connection: " + err.Error())
-	}
-	c.nc.Close()
-}
-
-func (c *conn) loop() error {
-	for {
-		f, err := c.fr.ReadFrame()
-		if err != nil {
-			return err
-		}
-		switch f := f.(type) {
-		case *http2.DataFrame:
-			n := f.Header().Length
-			s := c.stream(f.StreamID)
-			if s != nil {
-				if err := c.onData(s, f.Data(), nowMs()); err != nil {
-					return err
-				}
-				if f.StreamEnded() {
-					s.end()
-				} else if s.unacked += n; s.unacked >= streamWindow/2 {
-					if err := c.fr.WriteWindowUpdate(f.StreamID, s.unacked); err != nil {
-						return err
-					}
-					s.unacked = 0
-				}
-			}
-			if c.connUnacked += n; c.connUnacked >= connWindow/2 {
-				if err := c.fr.WriteWindowUpdate(0, c.connUnacked); err != nil {
-					return err
-				}
-				c.connUnacked = 0
-			}
-		case *http2.MetaHeadersFrame:
-			if code := f.PseudoValue("status"); code != "" && code != "200" {
-				noteStatus(":status " + code)
-			}
-			if st := f.Header().Flags; st.Has(http2.FlagHeadersEndStream) {
-				if g := headerValue(f, "grpc-status"); g != "0" {
-					noteStatus(fmt.Sprintf("grpc-status %s: %s", g, headerValue(f, "grpc-message")))
-				}
-				if s := c.stream(f.StreamID); s != nil {
-					s.end()
-				}
-			}
-		case *http2.RSTStreamFrame:
-			noteStatus("RST_STREAM " + f.ErrCode.String())
-			if s := c.stream(f.StreamID); s != nil {
-				s.end()
-			}
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				if err := c.fr.WriteSettingsAck(); err != nil {
-					return err
-				}
-			}
-		case *http2.PingFrame:
-			if !f.IsAck() {
-				if err := c.fr.WritePing(true, f.Data); err != nil {
-					return err
-				}
-			}
-		case *http2.GoAwayFrame:
-			noteStatus("GOAWAY " + f.ErrCode.String())
-		}
-		// Write what this turn produced once nothing more is buffered to read (one syscall per batch).
-		if c.br.Buffered() == 0 && c.bw.Buffered() > 0 {
-			if err := c.bw.Flush(); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func headerValue(f *http2.MetaHeadersFrame, name string) string {
-	for _, h := range f.RegularFields() {
-		if h.Name == name {
-			return h.Value
-		}
-	}
-	return ""
+	return float64(ru.Utime.Nano()) / 1e6, float64(ru.Stime.Nano()) / 1e6
 }
 
 func readRequests(path string) ([][]byte, error) {
@@ -475,6 +261,9 @@ func main() {
 	if *addr == "" || *conns < 1 || len(reqs) == 0 {
 		fail(errors.New("need -addr, -conns >= 1 and at least one request"))
 	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		runtime.GOMAXPROCS(2) // the loop holds one P while it waits in epoll (conn.go); the command reader needs another
+	}
 	resetHistogram()
 	totalStr = int64(len(reqs))
 	n := min(*conns, len(reqs))
@@ -483,22 +272,16 @@ func main() {
 		per[i%n] = append(per[i%n], r)
 	}
 	cs := make([]*conn, n)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cs[i], errs[i] = dial(*addr, *path, per[i])
-		}()
+		if cs[i], err = dial(*addr, *path, per[i]); err != nil {
+			fail(err)
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		fail(err)
-	}
-	for _, c := range cs {
-		go c.run()
-	}
+	go func() {
+		if err := serve(cs); err != nil {
+			fail(err)
+		}
+	}()
 	emit(map[string]any{"type": "connected", "connections": n, "streams": len(reqs)})
 
 	sc := bufio.NewScanner(os.Stdin)
@@ -520,13 +303,14 @@ func main() {
 			if samples.Load() > 0 {
 				mx = float64(maxMicros.Load()) / 1000
 			}
+			user, sys := cpuMs()
 			statusMu.Lock()
 			st := lastStatus
 			statusMu.Unlock()
 			emit(map[string]any{
 				"type": "stats", "received": received.Load(), "messages": messages.Load(), "samples": samples.Load(),
 				"p50": q[0], "p99": q[1], "max": mx, "pongs": pongs.Load(), "streams": totalStr, "ended": ended.Load(),
-				"connErrors": connErrors.Load(), "cpuMs": nullable(cpuMs()), "nowMs": nowMs(), "status": st,
+				"connErrors": connErrors.Load(), "cpuMs": nullable(user + sys), "userMs": nullable(user), "sysMs": nullable(sys), "nowMs": nowMs(), "status": st,
 			})
 		case "quit":
 			out.Flush()
