@@ -65,13 +65,13 @@ async function openGoLoad(address: string, connections: number): Promise<Load> {
   for (let i = 0; i < WORKLOAD.subscribers; i++) requests.push(subscribeRequest(i));
   const client = await GoLoadClient.start(address, connections, requests);
   if (!(await client.ready(PONG_TIMEOUT_MS))) {
-    const s = await client.stats();
+    const s = await client.counts();
     await client.close();
     throw new Error(`only ${s.pongs} of ${s.streams} subscribers got their pong${s.status === '' ? '' : ` (${s.status})`}`);
   }
   return {
     kind: 'go',
-    received: async () => (await client.stats()).received,
+    received: async () => (await client.counts()).received,
     startRecording: () => client.record(true),
     stopRecording: async () => {
       await client.record(false);
@@ -79,7 +79,7 @@ async function openGoLoad(address: string, connections: number): Promise<Load> {
       return { count: s.samples, p50: s.p50 ?? Number.NaN, p99: s.p99 ?? Number.NaN };
     },
     cpuMs: async () => {
-      const s = await client.stats();
+      const s = await client.counts();
       return { user: s.userMs, sys: s.sysMs };
     },
     close: () => client.close(),
