@@ -63,7 +63,9 @@ export async function openLoad(kind: LoadClientKind, address: string, connection
 async function openGoLoad(address: string, connections: number): Promise<Load> {
   const requests: Buffer[] = [];
   for (let i = 0; i < WORKLOAD.subscribers; i++) requests.push(subscribeRequest(i));
-  const client = await GoLoadClient.start(address, connections, requests);
+  const client = await GoLoadClient.start(address, connections, requests).catch((e: unknown) => {
+    throw new Error(`the compiled load client did not start (FANOUT_BENCH_CLIENT=node runs the Node one): ${e instanceof Error ? e.message : String(e)}`);
+  });
   if (!(await client.ready(PONG_TIMEOUT_MS))) {
     const s = await client.counts();
     await client.close();
