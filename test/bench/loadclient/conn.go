@@ -417,9 +417,13 @@ func serve(cs []*conn) error {
 	if err != nil {
 		return err
 	}
-	byFd := make(map[int32]*conn, len(cs))
+	maxFd := 0
 	for _, c := range cs {
-		byFd[int32(c.fd)] = c
+		maxFd = max(maxFd, c.fd)
+	}
+	byFd := make([]*conn, maxFd+1) // fds are small integers: a slice, not a map, on the per-event path
+	for _, c := range cs {
+		byFd[c.fd] = c
 		if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, c.fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}); err != nil {
 			return err
 		}
@@ -437,9 +441,6 @@ func serve(cs []*conn) error {
 		for i := 0; i < n; i++ {
 			if c := byFd[events[i].Fd]; c != nil && !c.closed {
 				c.onReadable(buf)
-				if c.closed {
-					delete(byFd, events[i].Fd)
-				}
 			}
 		}
 		if len(stalled) > 0 {
