@@ -2,15 +2,14 @@ import os from 'node:os';
 import type { FanoutStats } from '../../fanout/fanout';
 import { FanoutChild } from '../fanout/child-process';
 import type { LatencyCounts } from '../fanout/fanout-child';
-import { RawConnection, type RawStream } from '../fanout/raw-client';
 import { uniqueTopics } from '../fanout/support';
-import { publishStamp } from './fanout';
-import { nowMs, subscriberFilters, WORKLOAD } from './fanout-workload';
-import { fmt, ProcessSampler, sleep, summarize, type BenchResult } from './stats';
+import { loadClientKinds, openLoad, type Load, type LoadClientKind } from './fanout-load';
+import { fmt, sleep, type BenchResult } from './stats';
 
 // The fanout's own cost per delivered message, under a load client cheaper than the server: 1,000 subscriber
-// streams on bare node:http2 (raw-client.ts: cuts the byte stream at gRPC length prefixes, reads only the
-// publish stamp in signatures[0], decodes nothing else), on 1,000 connections and on 20. Same workload as
+// streams (fanout-load.ts) that cut the byte stream at gRPC length prefixes, read only the publish stamp in
+// signatures[0] and decode nothing else, on 1,000 connections and on 20 — by default the compiled Go client
+// (test/bench/loadclient, a process of its own), else bare node:http2 in this process. Same workload as
 // fanout.ts (~5 subscribers reached per transaction, real ~800 B templates), published inside the fanout's
 // process (embedded bus). Server CPU = the fanout's user+system time over the phase (with workers: the cluster
 // primary's and every worker's), divided by the messages the clients received.
@@ -29,6 +28,8 @@ import { fmt, ProcessSampler, sleep, summarize, type BenchResult } from './stats
 // FANOUT_BENCH_NODE_ARGS='--max-semi-space-size=64': node flags for the fanout child (and its workers).
 // FANOUT_BENCH_ONLY=direct|grpc-js, FANOUT_BENCH_CONNECTIONS=20, FANOUT_BENCH_WORKERS=1|2: run a subset.
 // FANOUT_BENCH_SEARCH=0: skip the searches; FANOUT_BENCH_RATES=4000: other fixed rates; FANOUT_BENCH_PHASE_S=20: longer phases.
+// FANOUT_BENCH_CLIENT=go|node|go,node: the load client(s); default go when `go` is on PATH, else node (each case
+// runs once per client, in a fresh fanout child).
 const PROFILE_DIR = process.env.FANOUT_BENCH_PROFILE;
 const NODE_ARGS = (process.env.FANOUT_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const PHASE_S = Number(process.env.FANOUT_BENCH_PHASE_S ?? 4);
@@ -42,36 +43,8 @@ const TAIL_MS = 1500;
 /** After a phase that fell behind, how long the backlog may take to clear before the next one. */
 const DRAIN_MS = 15_000;
 
-interface Load {
-  streams: RawStream[];
-  conns: RawConnection[];
-  received: number;
-  samples: number[];
-  recording: boolean;
-}
-
-async function openLoad(address: string, connections: number): Promise<Load> {
-  const load: Load = { streams: [], conns: [], received: 0, samples: [], recording: false };
-  for (let c = 0; c < connections; c++) load.conns.push(await RawConnection.connect(address, { initialWindowSize: 1 << 20 }, 16 << 20));
-  const onMessage = (m: Buffer): void => {
-    const t = publishStamp(m);
-    if (t === undefined) return;
-    load.received++;
-    if (load.recording) load.samples.push(nowMs() - t);
-  };
-  for (let i = 0; i < WORKLOAD.subscribers; i++) {
-    const s = load.conns[i % connections]!.open(onMessage);
-    const transactions = Object.fromEntries(subscriberFilters(i).map(([name, f]) => [name, { accountInclude: f.include }]));
-    s.send({ transactions, pingId: 1 });
-    load.streams.push(s);
-  }
-  const deadline = Date.now() + 60_000;
-  while (load.streams.some((s) => s.messages === 0) && Date.now() < deadline) await sleep(20);
-  if (load.streams.some((s) => s.messages === 0)) throw new Error('not every subscriber got its pong');
-  return load;
-}
-
 interface CaseSpec {
+  client: LoadClientKind;
   directWrites: boolean;
   connections: number;
   workers: number;
@@ -90,6 +63,9 @@ interface PhaseResult {
   serverP99Le: number;
   lateMs: number;
   clientCpuPct: number;
+  clientUsPerMsg: number;
+  /** The kernel's share of the client's CPU. */
+  clientSysPct: number;
   /** Why the phase does not count as kept up; undefined when it does. */
   behind: string | undefined;
 }
@@ -110,28 +86,30 @@ function serverP99(a: LatencyCounts, b: LatencyCounts): number {
 
 /** One phase at `rate`: feed, then up to TAIL_MS for every transaction to be processed and every response received. */
 async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: number, seq0: number): Promise<PhaseResult> {
-  load.samples = [];
-  load.recording = true;
-  const r0 = load.received;
+  await load.startRecording();
+  const r0 = await load.received();
+  const c0 = await load.cpuMs();
   const u0 = await child.usage();
-  const client = new ProcessSampler().start();
   const t0 = performance.now();
   const fed = await child.feed({ rate, seconds, seq0 }, (seconds + 60) * 1000);
   const until = performance.now() + TAIL_MS;
   let u1 = await child.usage();
+  let r1 = await load.received();
   const caughtUp = (): boolean =>
-    stats(u1).transactions - stats(u0).transactions >= fed.published && stats(u1).queue.sum === 0 && load.received - r0 >= stats(u1).deliveredTransactions - stats(u0).deliveredTransactions;
+    stats(u1).transactions - stats(u0).transactions >= fed.published && stats(u1).queue.sum === 0 && r1 - r0 >= stats(u1).deliveredTransactions - stats(u0).deliveredTransactions;
   while (!caughtUp() && performance.now() < until) {
     await sleep(50);
     u1 = await child.usage();
+    r1 = await load.received();
   }
   const done = caughtUp();
   const wallS = (performance.now() - t0) / 1000;
-  load.recording = false;
-  const clientUsage = client.stop();
-  const delivered = load.received - r0;
+  const s = await load.stopRecording();
+  const c1 = await load.cpuMs();
+  const clientCpuMs = c1.user + c1.sys - c0.user - c0.sys;
+  const clientSysMs = c1.sys - c0.sys;
+  const delivered = (await load.received()) - r0;
   const cpuMs = u1.cpuMs - u0.cpuMs;
-  const s = summarize(load.samples);
   const lateMs = fed.lateMs ?? 0;
   const behind = !done
     ? `not caught up ${TAIL_MS} ms after the feed`
@@ -151,7 +129,9 @@ async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: n
     p99: s.p99,
     serverP99Le: serverP99(u0.latency, u1.latency),
     lateMs,
-    clientCpuPct: clientUsage.cpuPct,
+    clientCpuPct: (clientCpuMs / 1000 / wallS) * 100,
+    clientUsPerMsg: delivered > 0 ? (clientCpuMs * 1000) / delivered : Number.NaN,
+    clientSysPct: clientCpuMs > 0 ? (clientSysMs / clientCpuMs) * 100 : Number.NaN,
     behind,
   };
 }
@@ -161,7 +141,7 @@ async function drain(child: FanoutChild, load: Load, published: number): Promise
   const deadline = performance.now() + DRAIN_MS;
   for (;;) {
     const u = await child.usage();
-    if ((stats(u).transactions >= published && stats(u).queue.sum === 0 && load.received >= stats(u).deliveredTransactions) || performance.now() > deadline) return;
+    if ((stats(u).transactions >= published && stats(u).queue.sum === 0 && (await load.received()) >= stats(u).deliveredTransactions) || performance.now() > deadline) return;
     await sleep(100);
   }
 }
@@ -192,7 +172,7 @@ async function searchHighest(run: (rate: number) => Promise<PhaseResult>, known:
 function caseLabel(c: CaseSpec): string {
   const how = c.directWrites ? 'direct writes' : 'grpc-js writes (reference)';
   const where = c.workers === 1 ? 'one process (one core)' : `${c.workers} workers (every core)`;
-  return `${how}, ${where}, ${c.connections} connections`;
+  return `${how}, ${where}, ${c.connections} connections, ${c.client} client`;
 }
 
 function phaseRow(c: CaseSpec, p: PhaseResult, what: string): BenchResult {
@@ -209,6 +189,8 @@ function phaseRow(c: CaseSpec, p: PhaseResult, what: string): BenchResult {
       server_p99_le_ms: p.serverP99Le,
       kept_up: p.behind === undefined ? 'yes' : 'no',
       client_cpu_pct: p.clientCpuPct,
+      client_us_per_msg: p.clientUsPerMsg,
+      client_sys_share_pct: p.clientSysPct,
     },
     note: p.behind,
   };
@@ -237,7 +219,7 @@ async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
   const out: BenchResult[] = [];
   let load: Load | undefined;
   try {
-    load = await openLoad(child.address, c.connections);
+    load = await openLoad(c.client, child.address, c.connections);
     const spread = (stats(await child.usage()) as FanoutStats & { workers?: number[] }).workers;
     let seq = 0;
     await child.feed({ rate: 2000, seconds: 1, seq0: seq }, 30_000); // warm up
@@ -265,12 +247,21 @@ async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
         figures:
           best === undefined
             ? { tx_per_s: 0 }
-            : { tx_per_s: best.rate, delivered_per_s: best.deliveredPerS, server_cpu_pct: best.cpuPct, server_us_per_msg: best.usPerMsg, p50_ms: best.p50, p99_ms: best.p99, client_cpu_pct: best.clientCpuPct },
+            : {
+                tx_per_s: best.rate,
+                delivered_per_s: best.deliveredPerS,
+                server_cpu_pct: best.cpuPct,
+                server_us_per_msg: best.usPerMsg,
+                p50_ms: best.p50,
+                p99_ms: best.p99,
+                client_cpu_pct: best.clientCpuPct,
+                client_us_per_msg: best.clientUsPerMsg,
+              },
         note: `searched in ${SEARCH_PHASE_S} s phases: ${steps === '' ? 'nothing beyond the fixed rates' : steps}`,
       });
     }
   } finally {
-    if (load !== undefined) for (const conn of load.conns) conn.destroy();
+    if (load !== undefined) await load.close();
     await child.close();
   }
   return out;
@@ -283,10 +274,14 @@ export async function benchFanoutRaw(): Promise<BenchResult[]> {
   const cores = os.availableParallelism();
   const workerCounts = process.env.FANOUT_BENCH_WORKERS === undefined ? [...new Set([1, cores])] : process.env.FANOUT_BENCH_WORKERS.split(',').map(Number);
   const search = process.env.FANOUT_BENCH_SEARCH !== '0';
+  const clients = loadClientKinds();
+  if (clients.kinds.length === 1 && clients.kinds[0] === 'node' && process.env.FANOUT_BENCH_CLIENT === undefined) console.log(`fanout-raw: ${clients.note}`);
   for (const connections of conns) {
-    if (only !== 'direct' && workerCounts.includes(1)) results.push(...(await runCase({ directWrites: false, connections, workers: 1 }, false)));
-    if (only === 'grpc-js') continue;
-    for (const workers of workerCounts) results.push(...(await runCase({ directWrites: true, connections, workers }, search)));
+    for (const client of clients.kinds) {
+      if (only !== 'direct' && workerCounts.includes(1)) results.push(...(await runCase({ client, directWrites: false, connections, workers: 1 }, false)));
+      if (only === 'grpc-js') continue;
+      for (const workers of workerCounts) results.push(...(await runCase({ client, directWrites: true, connections, workers }, search)));
+    }
   }
   results.push({
     bench: 'fanout-raw',
@@ -294,7 +289,9 @@ export async function benchFanoutRaw(): Promise<BenchResult[]> {
     figures: { cores },
     note:
       `server_us_per_msg = fanout CPU (with workers: the cluster primary + every worker) / messages received; ` +
-      `"every core" = fanout.workers = ${cores} on this ${cores}-core machine, which the load client (this process, client_cpu_pct) shares: ` +
+      `${clients.note}; client_cpu_pct / client_us_per_msg = the load client's CPU (go: its own process; node: this whole bench process); ` +
+      `go p50/p99 are upper bounds of 10 µs buckets; ` +
+      `"every core" = fanout.workers = ${cores} on this ${cores}-core machine, which the load client shares: ` +
       `neither the workers nor the client has a core of its own, so the every-core rates are a floor. ` +
       `Kept up = all processed and received within ${TAIL_MS} ms of the feed's end, p99 < ${KEPT_UP_P99_MS} ms, publisher < ${KEPT_UP_LATE_MS} ms late`,
   });

@@ -9,6 +9,16 @@ import { serializeSubscribeRequest, subscribePath, type StreamServiceName, type 
 /** gRPC message prefix: compressed flag (1 byte) ‖ length (u32 BE). */
 const PREFIX_SZ = 5;
 
+/** A SubscribeRequest as the bytes of one gRPC message on the wire (uncompressed prefix ‖ body). */
+export function subscribeFrame(r: SubscribeRequestLike): Buffer {
+  const body = serializeSubscribeRequest(r);
+  const frame = Buffer.allocUnsafe(PREFIX_SZ + body.length);
+  frame[0] = 0;
+  frame.writeUInt32BE(body.length, 1);
+  body.copy(frame, PREFIX_SZ);
+  return frame;
+}
+
 export interface RawStatus {
   code: number;
   details: string;
@@ -86,12 +96,7 @@ export class RawStream {
   }
 
   send(r: SubscribeRequestLike): void {
-    const body = serializeSubscribeRequest(r);
-    const frame = Buffer.allocUnsafe(PREFIX_SZ + body.length);
-    frame[0] = 0;
-    frame.writeUInt32BE(body.length, 1);
-    body.copy(frame, PREFIX_SZ);
-    this.req.write(frame);
+    this.req.write(subscribeFrame(r));
   }
 
   /** Stops reading: the stream's HTTP/2 window fills and the server has to queue (or drop) what follows. */
