@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, sendAndConfirmTransaction, SystemProgram, Transaction } from '@solana/web3.js';
 import type { LocalChain } from '../../../infra/localchain';
+import { closeConnection } from '../../localchain/support';
 import { waitFor } from '../../support/wait';
 import { chainUpstream, localChain, rental, testGateway, type TestGateway } from './support';
 
@@ -19,6 +20,7 @@ describe('chain gateway: @solana/web3.js through the gateway to the local chain 
     conn = new Connection(gw.http.url, { commitment: 'confirmed', wsEndpoint: gw.ws.url });
   });
   after(async () => {
+    closeConnection(conn); // web3.js would otherwise reconnect to the closed gateway for the rest of the run
     await gw.close();
     await chain.close();
   });

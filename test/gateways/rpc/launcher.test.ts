@@ -7,6 +7,7 @@ import { launch } from '../../../infra/launcher';
 import { parseRpcGatewayConfig } from '../../../gateways/rpc/config';
 import { quietLog } from '../../support/log-capture';
 import { projectRoot } from '../../support/paths';
+import { closeConnection } from '../../localchain/support';
 import { waitFor } from '../../support/wait';
 import { post } from '../fake-node';
 
@@ -71,6 +72,7 @@ describe('chain gateway: in the launcher', function () {
       const id = conn.onSlotChange((s) => slots.push(s.slot));
       await waitFor(() => slots.length >= 2, 20_000, 'slot notifications through rpc.ws');
       await conn.removeSlotChangeListener(id);
+      closeConnection(conn);
       // Another address is not this machine's rental.
       assert.equal((await post(e.rpc!.http, '{"jsonrpc":"2.0","id":1,"method":"getSlot"}', { localAddress: '127.0.0.2' })).status, 403);
     } finally {
