@@ -2,11 +2,13 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Log } from '../../infra/log';
 import { readBody } from './http-body';
-import { serveFast } from './http1-fast';
-import { errorAnswer, outcomeAnswer, parseEnvelope, parseSendParams, resultAnswer, type Answer } from './jsonrpc';
+import { serveFast, type FastAnswer } from './http1-fast';
+import type { FastRoute } from './http1-head';
+import { errorAnswer, outcomeAnswer, type Answer } from './jsonrpc';
+import { jsonRpcStep, type VersionInfo } from './jsonrpc-step';
 import { MAX_TX_SZ, type SubmitPipeline } from './pipeline';
 import { binaryAnswer, plaintextAnswer, type PlainAnswer } from './plain-answer';
-import { HTTP_FRAMING, JSONRPC_ERRORS, rejection } from './rejections';
+import { HTTP_FRAMING, JSONRPC_ERRORS } from './rejections';
 
 // The HTTP transport on the region root. Routes (the key is the `api-key` query parameter on every one):
 //   POST /            JSON-RPC: sendTransaction, getVersion             body ≤ 3,072
@@ -15,8 +17,8 @@ import { HTTP_FRAMING, JSONRPC_ERRORS, rejection } from './rejections';
 //   GET  /health      200 "ok" for load balancers (no key)
 // This file frames requests and answers; every decision is the pipeline's, every answer comes from the
 // rejection table. No request line, URL or key is ever logged. With `fastPath` on, each connection starts on
-// the pipelined fast path for /binary and /plaintext (http1-fast.ts) and moves to node:http at its first
-// request of any other kind.
+// the pipelined fast path (http1-fast.ts: plain POSTs to /, /binary and /plaintext) and moves to node:http at
+// its first request of any other kind or that asks for a preflight.
 
 export const JSONRPC_BODY_MAX = 3072;
 export const BINARY_BODY_MAX = MAX_TX_SZ;
@@ -92,29 +94,16 @@ function tooLarge(res: http.ServerResponse, write: () => void): void {
 }
 
 export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOptions): Promise<SubmitHttp> {
-  const version = { 'solana-core': opts.version, 'feature-set': null };
+  const version: VersionInfo = { 'solana-core': opts.version, 'feature-set': null };
 
   const jsonRpc = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
     if (body === null) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
-    const env = parseEnvelope(body);
-    const id = env.id;
-    if (pipeline.authorize(apiKey) === undefined) {
-      const u = rejection('unauthorized');
-      return json(res, errorAnswer(id, u.jsonrpc, u.jsonrpcHttp));
-    }
-    if (!env.ok) return json(res, errorAnswer(id, env.error));
-    if (env.method === 'sendTransaction') {
-      const p = parseSendParams(env.params);
-      if (!p.ok) return json(res, errorAnswer(id, p.error));
-      if (p.preflight === undefined) return json(res, outcomeAnswer(id, pipeline.submitNow({ apiKey, bytes: p.bytes, transport: 'jsonrpc' })));
-      pipeline.submit({ apiKey, bytes: p.bytes, transport: 'jsonrpc', preflight: p.preflight }).then(
-        (o) => json(res, outcomeAnswer(id, o)),
-        (err: unknown) => failed(res, err),
-      );
-      return;
-    }
-    if (env.method === 'getVersion') return json(res, resultAnswer(id, version));
-    return json(res, errorAnswer(id, JSONRPC_ERRORS.methodNotFound));
+    const step = jsonRpcStep(pipeline, version, apiKey, body);
+    if (step.kind === 'answer') return json(res, step.answer);
+    pipeline.submit({ apiKey: step.apiKey, bytes: step.bytes, transport: 'jsonrpc', preflight: step.preflight }).then(
+      (o) => json(res, outcomeAnswer(step.id, o)),
+      (err: unknown) => failed(res, err),
+    );
   };
 
   const binary = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
@@ -165,9 +154,15 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
   const fastOpts = {
     keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
     requestTimeoutMs: opts.requestTimeoutMs,
-    maxBody: { binary: BINARY_BODY_MAX, plaintext: PLAINTEXT_BODY_MAX },
-    answer: (route: 'binary' | 'plaintext', apiKey: string | null, body: Buffer): PlainAnswer =>
-      route === 'binary' ? binaryAnswer(pipeline, apiKey, body) : plaintextAnswer(pipeline, apiKey, body),
+    maxBody: { binary: BINARY_BODY_MAX, plaintext: PLAINTEXT_BODY_MAX, jsonrpc: JSONRPC_BODY_MAX },
+    answer: (route: FastRoute, apiKey: string | null, body: Buffer): FastAnswer | null => {
+      if (route === 'jsonrpc') {
+        const step = jsonRpcStep(pipeline, version, apiKey, body);
+        return step.kind === 'answer' ? { status: step.answer.status, type: JSON_TYPE, body: step.answer.body } : null; // preflight: node:http
+      }
+      const a: PlainAnswer = route === 'binary' ? binaryAnswer(pipeline, apiKey, body) : plaintextAnswer(pipeline, apiKey, body);
+      return { status: a.status, type: TEXT, body: a.text };
+    },
     apiKey: (target: string) => queryParam(target, 'api-key'),
     handoff: toNode,
   };

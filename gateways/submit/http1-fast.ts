@@ -1,17 +1,18 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { parseHead, type BodyLimits, type FastRoute } from './http1-head';
-import type { PlainAnswer } from './plain-answer';
 
-// The pipelined fast path for /binary and /plaintext. node:http answers each request with its own write
-// syscall (ServerResponse.end() uncorks the socket) and builds a request and a response object, header maps and
-// streams per request: measured, that was a third of the CPU of an accepted /binary transaction beside a
-// 66 µs signature check. Here every complete request in a read is answered synchronously (the pipeline never
-// waits on /binary and /plaintext) and all the answers of that read leave in one write.
+// The pipelined fast path for /binary, /plaintext and JSON-RPC on /. node:http answers each request with its own
+// write syscall (ServerResponse.end() uncorks the socket) and builds a request and a response object, header
+// maps and streams per request: measured, that was a third of the CPU of an accepted /binary transaction beside
+// a 66 µs signature check. Here every complete request in a read is answered synchronously and all the answers
+// of that read leave in one write.
 //
-// The first request that is not the plainest POST to these two routes (see http1-head.ts) — or the first bytes
-// of a connection that cannot become one — hands the connection to node:http with the bytes not yet consumed:
-// it answers that request and every later one exactly as before. Answers already written precede its own.
+// The first request that is not the plainest POST to these routes (see http1-head.ts), or that cannot be
+// answered without waiting (answer() gives null: a JSON-RPC preflight), or the first bytes of a connection that
+// cannot become one, hands the connection to node:http with the bytes not yet consumed — that request's
+// included: it answers that request and every later one exactly as before. Answers already written precede
+// its own.
 //
 // Bounds per connection: an incomplete request is at most a head (8 KiB) plus a body (≤ 2,048 bytes) and must
 // complete within requestTimeoutMs of its first byte; once answers wait for a client that does not read (the
@@ -22,11 +23,19 @@ export interface FastPathOptions {
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
   maxBody: BodyLimits;
-  answer(route: FastRoute, apiKey: string | null, body: Buffer): PlainAnswer;
+  /** The answer, or null when the request must wait (it then goes to node:http, unanswered here). */
+  answer(route: FastRoute, apiKey: string | null, body: Buffer): FastAnswer | null;
   /** The `api-key` query parameter of a request target. */
   apiKey(target: string): string | null;
   /** Gives the socket to node:http. Unread bytes are already back in the socket's read buffer. */
   handoff(socket: Socket): void;
+}
+
+export interface FastAnswer {
+  status: number;
+  /** Content-Type value. */
+  type: string;
+  body: string;
 }
 
 let dateAt = 0;
@@ -60,8 +69,8 @@ export function serveFast(socket: Socket, opts: FastPathOptions): void {
     socket.resume();
   };
 
-  const frame = (a: PlainAnswer, date: string): string =>
-    `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status] ?? ''}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(a.text)}\r\ndate: ${date}\r\n${keepAlive}\r\n${a.text}`;
+  const frame = (a: FastAnswer, date: string): string =>
+    `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status] ?? ''}\r\ncontent-type: ${a.type}\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\ndate: ${date}\r\n${keepAlive}\r\n${a.body}`;
 
   const handoff = (rest: Buffer): void => {
     socket.off('data', onData);
@@ -95,8 +104,14 @@ export function serveFast(socket: Socket, opts: FastPathOptions): void {
       }
       const end = h.bodyStart + h.contentLength;
       if (end > buf.length) break;
+      const a = opts.answer(h.route, opts.apiKey(h.target), buf.subarray(h.bodyStart, end));
+      if (a === null) {
+        if (out.length > 0) socket.write(out);
+        handoff(buf.subarray(off));
+        return;
+      }
       if (date === '') date = httpDate();
-      out += frame(opts.answer(h.route, opts.apiKey(h.target), buf.subarray(h.bodyStart, end)), date);
+      out += frame(a, date);
       off = end;
     }
     if (off < buf.length) {

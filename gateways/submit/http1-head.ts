@@ -1,12 +1,12 @@
 // The head of one HTTP/1.1 request, parsed only as far as the submission fast path needs, and only for the
-// plainest requests: `POST /binary` or `POST /plaintext` over HTTP/1.1 with one Host, exactly one Content-Length within
+// plainest requests: `POST /binary`, `POST /plaintext` or `POST /` (JSON-RPC) over HTTP/1.1 with one Host, exactly one Content-Length within
 // the route's limit, no Transfer-Encoding, Expect or Upgrade, and at most `Connection: keep-alive`. Anything
 // else — another route, another method, chunked bodies, an oversized body, anything unusual in the bytes — is
 // `other`: the connection goes to node:http from that request on, which answers it exactly as before (413,
 // 400, 404, …). Being strict costs nothing but speed; being lenient could accept what node:http refuses.
 // Pure: bytes in, a result out; no I/O.
 
-export type FastRoute = 'binary' | 'plaintext';
+export type FastRoute = 'binary' | 'plaintext' | 'jsonrpc';
 
 export type Head =
   | { kind: 'partial' }
@@ -38,6 +38,7 @@ const COLON = 0x3a;
 
 const POST_BINARY = Buffer.from('POST /binary', 'latin1');
 const POST_PLAINTEXT = Buffer.from('POST /plaintext', 'latin1');
+const POST_ROOT = Buffer.from('POST /', 'latin1');
 const HTTP11_CRLF = Buffer.from(' HTTP/1.1\r\n', 'latin1');
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 
@@ -86,6 +87,9 @@ export function parseHead(buf: Buffer, off: number, maxBody: BodyLimits): Head {
   } else if (startsWith(buf, off, POST_PLAINTEXT)) {
     route = 'plaintext';
     p = off + POST_PLAINTEXT.length;
+  } else if (startsWith(buf, off, POST_ROOT)) {
+    route = 'jsonrpc';
+    p = off + POST_ROOT.length;
   } else return OTHER;
   if (buf[p] !== 0x3f /* ? */ && buf[p] !== SP) return OTHER;
   const targetStart = off + 5;
@@ -154,11 +158,8 @@ export function parseHead(buf: Buffer, off: number, maxBody: BodyLimits): Head {
  * say "something else" go to node:http at once instead of waiting for a whole head.
  */
 function fastPrefixPossible(buf: Buffer, off: number): boolean {
-  const n = buf.length - off;
-  const matches = (s: Buffer): boolean => {
-    const m = Math.min(n, s.length);
-    for (let i = 0; i < m; i++) if (buf[off + i] !== s[i]) return false;
-    return true;
-  };
-  return matches(POST_BINARY) || matches(POST_PLAINTEXT);
+  // The three routes share "POST /"; a wrong path after it is refused once the head is whole.
+  const m = Math.min(buf.length - off, POST_ROOT.length);
+  for (let i = 0; i < m; i++) if (buf[off + i] !== POST_ROOT[i]) return false;
+  return true;
 }

@@ -153,6 +153,36 @@ describe('submit HTTP fast path', function () {
     assert.equal(got[4]!.body, sig58(a));
   });
 
+  it('JSON-RPC on the fast path: pipelined sendTransaction and getVersion in order; a preflight request moves the connection to node:http, which simulates it', async () => {
+    const rpcReq = (body: unknown): Buffer => {
+      const b = Buffer.from(JSON.stringify(body));
+      return Buffer.concat([Buffer.from(`POST /?api-key=${h.key} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n\r\n`), b]);
+    };
+    const send = (tx: Buffer, id: number, options?: Record<string, unknown>): Buffer =>
+      rpcReq({ jsonrpc: '2.0', id, method: 'sendTransaction', params: options === undefined ? [bs58.encode(tx)] : [bs58.encode(tx), options] });
+    const txs = Array.from({ length: 5 }, (_, i) => legacyTx({ amount: 7_000 + i }));
+    const sims = up.simulations.length;
+    const { s, r } = await conn();
+    s.write(Buffer.concat([
+      send(txs[0]!, 1),
+      rpcReq({ jsonrpc: '2.0', id: 2, method: 'getVersion' }),
+      send(txs[1]!, 3),
+      rpcReq({ jsonrpc: '2.0', id: 4, method: 'getSlot' }),
+      send(txs[2]!, 5, { skipPreflight: false }),
+      send(txs[3]!, 6),
+    ]));
+    const got = await r.wait(6);
+    assert.equal(got.length, 6);
+    const bodies = got.map((g) => JSON.parse(g.body) as { id: number; result?: unknown; error?: { code: number } });
+    assert.deepEqual(bodies.map((b) => b.id), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(got.map((g) => g.status), [200, 200, 200, 200, 200, 200]);
+    assert.match(got[0]!.headers['content-type'] ?? '', /^application\/json/);
+    assert.deepEqual([bodies[0]!.result, bodies[2]!.result, bodies[4]!.result, bodies[5]!.result], [sig58(txs[0]!), sig58(txs[1]!), sig58(txs[2]!), sig58(txs[3]!)]);
+    assert.equal(typeof (bodies[1]!.result as Record<string, unknown>)['solana-core'], 'string');
+    assert.equal(bodies[3]!.error?.code, -32601);
+    assert.equal(up.simulations.length, sims + 1, 'the preflight request was simulated (by node:http), once');
+  });
+
   it('unusual but valid requests are answered by node:http: HTTP/1.0, Connection: close, Expect: 100-continue', async () => {
     const tx = legacyTx();
     const one = async (bytes: Buffer): Promise<{ reply: Reply; r: Replies }> => {

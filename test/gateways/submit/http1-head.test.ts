@@ -8,7 +8,7 @@ import { MAX_FAST_HEAD, parseHead, type BodyLimits } from '../../../gateways/sub
 // The fast path's request-head parser: what it takes, what it leaves to node:http, and — fuzzed — that
 // whatever it takes, node:http would have read the same way (same target, same body length).
 
-const LIMITS: BodyLimits = { binary: 1232, plaintext: 2048 };
+const LIMITS: BodyLimits = { binary: 1232, plaintext: 2048, jsonrpc: 3072 };
 const KEY = '5d0c0b7e-3f7e-4b1a-9d2c-6a1b2c3d4e5f';
 
 function head(lines: string[]): Buffer {
@@ -18,7 +18,7 @@ function head(lines: string[]): Buffer {
 const GOOD = [`POST /binary?api-key=${KEY} HTTP/1.1`, 'Host: x', 'Content-Type: application/octet-stream', 'Content-Length: 10'];
 
 describe('submit fast path: request head parser', () => {
-  it('reads the plain POST to /binary and /plaintext', () => {
+  it('reads the plain POST to /binary, /plaintext and / (JSON-RPC)', () => {
     const b = Buffer.concat([head(GOOD), Buffer.alloc(10)]);
     const h = parseHead(b, 0, LIMITS);
     assert.equal(h.kind, 'request');
@@ -26,6 +26,10 @@ describe('submit fast path: request head parser', () => {
     assert.deepEqual([h.route, h.target, h.contentLength, h.bodyStart], ['binary', `/binary?api-key=${KEY}`, 10, b.length - 10]);
     const p = parseHead(head(['POST /plaintext HTTP/1.1', 'hOsT: y', 'content-LENGTH:   2048  ', 'Connection: Keep-Alive']), 0, LIMITS);
     assert.deepEqual(p.kind === 'request' ? [p.route, p.target, p.contentLength] : p, ['plaintext', '/plaintext', 2048]);
+    const j = parseHead(head([`POST /?api-key=${KEY} HTTP/1.1`, 'Host: y', 'Content-Type: application/json', 'Content-Length: 3072']), 0, LIMITS);
+    assert.deepEqual(j.kind === 'request' ? [j.route, j.target, j.contentLength] : j, ['jsonrpc', `/?api-key=${KEY}`, 3072]);
+    const bare = parseHead(head(['POST / HTTP/1.1', 'Host: y', 'Content-Length: 2']), 0, LIMITS);
+    assert.deepEqual(bare.kind === 'request' ? [bare.route, bare.target] : bare, ['jsonrpc', '/']);
   });
 
   it('reads a second request from an offset', () => {
@@ -45,7 +49,9 @@ describe('submit fast path: request head parser', () => {
       ['another method', [`GET /binary HTTP/1.1`, 'Host: x', 'Content-Length: 0']],
       ['lower-case method', [`post /binary HTTP/1.1`, 'Host: x', 'Content-Length: 1']],
       ['another route', [`POST /binaryx HTTP/1.1`, 'Host: x', 'Content-Length: 1']],
-      ['the JSON-RPC root', [`POST /?api-key=${KEY} HTTP/1.1`, 'Host: x', 'Content-Length: 1']],
+      ['an unknown path', [`POST /nope?api-key=${KEY} HTTP/1.1`, 'Host: x', 'Content-Length: 1']],
+      ['a path below the root', [`POST //binary HTTP/1.1`, 'Host: x', 'Content-Length: 1']],
+      ['a JSON-RPC body over the limit', [`POST / HTTP/1.1`, 'Host: x', 'Content-Length: 3073']],
       ['HTTP/1.0', [`POST /binary HTTP/1.0`, 'Host: x', 'Content-Length: 1']],
       ['no Host', [`POST /binary HTTP/1.1`, 'Content-Length: 1']],
       ['two Hosts', [`POST /binary HTTP/1.1`, 'Host: x', 'Host: y', 'Content-Length: 1']],
@@ -104,9 +110,12 @@ describe('submit fast path: request head parser', () => {
 
     // Mutations of real request heads: bytes replaced, inserted or deleted, with a bias to the bytes that matter.
     const alphabet = fc.constantFrom(...[' ', '\r', '\n', '\t', ':', '0', '9', '+', '-', 'a', 'A', '\x00', '\x7f', '\xff', ',', 'chunked', 'Content-Length: 3\r\n', 'Host: z\r\n', 'Transfer-Encoding', 'close', 'HTTP/1.0'].map((s) => Buffer.from(s, 'latin1')));
-    const base = Buffer.concat([head(GOOD), Buffer.alloc(10, 0x42)]);
-    const mutation = fc.record({ at: fc.nat(base.length), del: fc.nat(3), ins: alphabet });
-    const mutated = fc.array(mutation, { minLength: 1, maxLength: 4 }).map((ms) => {
+    const bases = [
+      Buffer.concat([head(GOOD), Buffer.alloc(10, 0x42)]),
+      Buffer.concat([head([`POST /?api-key=${KEY} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: 10']), Buffer.alloc(10, 0x42)]),
+    ];
+    const mutation = fc.record({ at: fc.nat(bases[0]!.length), del: fc.nat(3), ins: alphabet });
+    const mutated = fc.tuple(fc.constantFrom(...bases), fc.array(mutation, { minLength: 1, maxLength: 4 })).map(([base, ms]) => {
       let b = base;
       for (const m of ms) {
         const at = Math.min(m.at, b.length);
