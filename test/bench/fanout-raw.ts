@@ -1,7 +1,7 @@
 import os from 'node:os';
 import type { FanoutStats } from '../../fanout/fanout';
 import { FanoutChild } from '../fanout/child-process';
-import type { LatencyCounts } from '../fanout/fanout-child';
+import { serverP99 } from './fanout';
 import { uniqueTopics } from '../fanout/support';
 import { loadClientKinds, openLoad, type Load, type LoadClientKind } from './fanout-load';
 import { fmt, sleep, type BenchResult } from './stats';
@@ -71,18 +71,6 @@ interface PhaseResult {
 }
 
 const stats = (u: { stats: unknown }): FanoutStats => u.stats as FanoutStats;
-
-/** The bucket bound under which 99% of the writes between two snapshots of the server's histogram fall. */
-function serverP99(a: LatencyCounts, b: LatencyCounts): number {
-  const total = b.count - a.count;
-  if (total <= 0) return Number.NaN;
-  let cum = 0;
-  for (let i = 0; i < b.buckets.length; i++) {
-    cum += b.counts[i]! - a.counts[i]!;
-    if (cum >= total * 0.99) return b.buckets[i]!;
-  }
-  return Number.POSITIVE_INFINITY;
-}
 
 /** One phase at `rate`: feed, then up to TAIL_MS for every transaction to be processed and every response received. */
 async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: number, seq0: number): Promise<PhaseResult> {

@@ -160,7 +160,7 @@ interface Phase {
 }
 
 /** The bucket bound under which 99% of the writes between two histogram snapshots fall. */
-function serverP99(a: LatencyCounts, b: LatencyCounts): number {
+export function serverP99(a: LatencyCounts, b: LatencyCounts): number {
   const total = b.count - a.count;
   if (total <= 0) return Number.NaN;
   let cum = 0;
