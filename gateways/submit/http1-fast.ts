@@ -97,15 +97,11 @@ export function serveFast(socket: Socket, opts: FastPathOptions): void {
     while (off < buf.length) {
       const h = parseHead(buf, off, opts.maxBody);
       if (h.kind === 'partial') break;
-      if (h.kind === 'other') {
-        if (out.length > 0) socket.write(out);
-        handoff(buf.subarray(off));
-        return;
-      }
-      const end = h.bodyStart + h.contentLength;
+      const end = h.kind === 'request' ? h.bodyStart + h.contentLength : 0;
       if (end > buf.length) break;
-      const a = opts.answer(h.route, opts.apiKey(h.target), buf.subarray(h.bodyStart, end));
+      const a = h.kind === 'request' ? opts.answer(h.route, opts.apiKey(h.target), buf.subarray(h.bodyStart, end)) : null;
       if (a === null) {
+        // Not ours (or it must wait): what is answered goes first, then node:http from this request on.
         if (out.length > 0) socket.write(out);
         handoff(buf.subarray(off));
         return;
