@@ -7,7 +7,7 @@ import type { FastRoute } from './http1-head';
 import { errorAnswer, outcomeAnswer, type Answer } from './jsonrpc';
 import { jsonRpcStep, type VersionInfo } from './jsonrpc-step';
 import { MAX_TX_SZ, type SubmitPipeline } from './pipeline';
-import { binaryAnswer, plaintextAnswer, type PlainAnswer } from './plain-answer';
+import { binaryAnswer, bodyTooLarge, plaintextAnswer, type PlainAnswer } from './plain-answer';
 import { HTTP_FRAMING, JSONRPC_ERRORS } from './rejections';
 
 // The HTTP transport on the region root. Routes (the key is the `api-key` query parameter on every one):
@@ -107,12 +107,12 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
   };
 
   const binary = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
-    if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    if (body === null) return tooLarge(res, () => plain(res, bodyTooLarge()));
     plain(res, binaryAnswer(pipeline, apiKey, body));
   };
 
   const plaintext = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
-    if (body === null) return tooLarge(res, () => text(res, HTTP_FRAMING.bodyTooLarge.status, HTTP_FRAMING.bodyTooLarge.text));
+    if (body === null) return tooLarge(res, () => plain(res, bodyTooLarge()));
     plain(res, plaintextAnswer(pipeline, apiKey, body));
   };
 
