@@ -30,20 +30,22 @@ export function peerAddress(peer: string): string {
   return p.slice(0, colon);
 }
 
-function tokenOf(metadata: Metadata): string | undefined {
+/** The x-token of a grpc-js call's metadata (the own HTTP/2 server reads the header directly). */
+export function tokenOf(metadata: Metadata): string | undefined {
   const v = metadata.get(TOKEN_HEADER)[0];
   if (v === undefined) return undefined;
   const s = typeof v === 'string' ? v : v.toString('utf8');
   return s.length === 0 ? undefined : s;
 }
 
-export function authenticate(auth: FanoutConfig['auth'], rentals: RentalRegistry, peer: string, metadata: Metadata): AuthResult {
+/** `token`: the x-token the stream was opened with, if any (empty counts as absent). */
+export function authenticate(auth: FanoutConfig['auth'], rentals: RentalRegistry, peer: string, token: string | undefined): AuthResult {
   let rental: Rental | undefined;
   if (auth.mode === 'ip') {
     rental = rentals.byIp(peerAddress(peer));
     if (rental === undefined) return { ok: false, error: streamError('ipNotAllowlisted', {}) };
   } else if (auth.mode === 'token') {
-    const token = tokenOf(metadata);
+    if (token === '') token = undefined;
     rental = token === undefined ? undefined : rentals.byToken(token);
     if (rental === undefined) return { ok: false, error: streamError('unauthenticated', { why: token === undefined ? 'missing' : 'unknown' }) };
   }

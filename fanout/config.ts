@@ -46,8 +46,13 @@ export interface FanoutConfig {
    */
   endGraceMs: number;
   /**
-   * Write responses straight to the HTTP/2 stream, several per DATA frame (true), or through grpc-js's
-   * per-message write path (false: kept for comparison in the benchmark; it stalls under non-reading peers).
+   * What carries the streams: `h2`, the fanout's own HTTP/2 server (fanout/h2/: every response of a turn in one
+   * socket write per connection), or `grpc-js` (kept as the reference the benchmark compares against).
+   */
+  transport: 'h2' | 'grpc-js';
+  /**
+   * With transport grpc-js: write responses straight to the HTTP/2 stream, several per DATA frame (true), or
+   * through grpc-js's per-message write path (false: it stalls under non-reading peers).
    */
   directWrites: boolean;
   /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
@@ -99,6 +104,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
       ppsRequirement: int(a, 'ppsRequirement', `${p}.auth`, 0, 0),
     },
     endGraceMs: int(o, 'endGraceMs', p, 15_000, 0),
+    transport: oneOf(o, 'transport', p, ['h2', 'grpc-js'] as const, 'h2'),
     directWrites: bool(o, 'directWrites', p, true),
     topics: {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),

@@ -58,6 +58,13 @@ function send(m: ChildReply): void {
 type UsageReply = Extract<ChildReply, { type: 'usage' }>;
 type FedReply = Extract<ChildReply, { type: 'fed' }>;
 
+/**
+ * The embedded bus stands in for a broker, whose retained log lives outside the fanout's process: keep what a
+ * live reader needs (as bus/open.ts does for one-machine runs), not the embedded default of 200k records, which
+ * put ~200 MB of the "broker's" log into the fanout's heap and its major GCs into the fanout's figures.
+ */
+const CHILD_BUS_RETENTION = { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 64 << 20 };
+
 /** One fanout with its bus, as the single child runs it and as each worker of a multi-worker child runs it. */
 interface One {
   fanout: FanoutHandle;
@@ -68,7 +75,7 @@ interface One {
 
 async function startOne(cc: ChildConfig): Promise<One> {
   const log = quietLog();
-  const bus: Bus = cc.bus === 'kafka' ? new KafkaBus({ brokers: cc.brokers ?? [], clientId: 'fanout-child', log }) : new EmbeddedBus({ log, copyOnProduce: false });
+  const bus: Bus = cc.bus === 'kafka' ? new KafkaBus({ brokers: cc.brokers ?? [], clientId: 'fanout-child', log }) : new EmbeddedBus({ log, copyOnProduce: false, ...CHILD_BUS_RETENTION });
   const cfg = testConfig(cc.fanout);
   if (cc.bus === 'embedded') {
     await bus.createTopics([

@@ -1,0 +1,114 @@
+import * as grpc from '@grpc/grpc-js';
+import { addSubscribeService } from '../proto/service';
+import { tokenOf } from './auth';
+import { resetCall } from './call-reset';
+import type { FanoutConfig } from './config';
+import { GRPC_PREFIX_SZ } from './encoder';
+import type { StreamError } from './errors';
+import { FramedSink, http2StreamOf, setNoDelay } from './grpc-stream';
+import type { SubscribeUpdate } from './request';
+import { decodeSubscribeUpdate } from './request-wire';
+import type { Sink } from './subscriber-queue';
+import type { SubscribeCall } from './subscribe-call';
+
+// The stream endpoint on grpc-js (fanout.transport = grpc-js): the reference the own HTTP/2 server is measured
+// against, and a fallback. Responses go straight to the HTTP/2 stream when fanout.directWrites (grpc-stream.ts
+// says why), else through grpc-js's own write path.
+
+type Call = grpc.ServerDuplexStream<SubscribeUpdate, Buffer>;
+
+class GrpcJsSubscribeCall implements SubscribeCall {
+  readonly peer: string;
+  readonly token: string | undefined;
+  private readonly sink: Sink;
+
+  constructor(
+    private readonly call: Call,
+    private readonly cfg: FanoutConfig,
+  ) {
+    this.peer = call.getPeer();
+    this.token = tokenOf(call.metadata);
+    const h2 = cfg.directWrites ? http2StreamOf(call) : null;
+    if (h2 !== null) setNoDelay(h2);
+    this.sink =
+      h2 !== null
+        ? new FramedSink(h2)
+        : { write: (framed) => call.write(framed.subarray(GRPC_PREFIX_SZ)), once: (event, listener) => call.once(event, listener) };
+  }
+
+  write(framed: Buffer): boolean {
+    return this.sink.write(framed);
+  }
+
+  once(event: 'drain', listener: () => void): unknown {
+    return this.sink.once(event, listener);
+  }
+
+  sendHeaders(): void {
+    this.call.sendMetadata(new grpc.Metadata());
+  }
+
+  /** Ends the RPC with a registry status; resets the HTTP/2 stream if the status cannot get through in time. */
+  end(e?: StreamError): void {
+    const call = this.call;
+    if (e === undefined) return void call.end();
+    call.emit('error', e);
+    if (this.cfg.endGraceMs === 0) return;
+    const timer = setTimeout(() => {
+      if (!call.destroyed) resetCall(call);
+    }, this.cfg.endGraceMs);
+    timer.unref();
+    call.once('close', () => clearTimeout(timer));
+  }
+
+  listen(onRequest: (u: SubscribeUpdate) => void, gone: () => void): void {
+    this.call.on('data', onRequest);
+    // 'cancelled' comes when the client goes away, and also after our own status is sent; either way it is over.
+    let once = false;
+    const g = (): void => {
+      if (once) return;
+      once = true;
+      gone();
+    };
+    this.call.once('cancelled', g);
+    this.call.once('close', g);
+  }
+}
+
+/** A host as it goes before `:port` (IPv6 in brackets). */
+export function hostForUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+export interface GrpcJsTransport {
+  port: number;
+  close(graceMs: number): Promise<void>;
+}
+
+export async function startGrpcJsTransport(cfg: FanoutConfig, maxMessageBytes: number, onCall: (c: SubscribeCall) => void): Promise<GrpcJsTransport> {
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': maxMessageBytes,
+    // Find peers that vanished without a FIN; heartbeats do the same at the application level.
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_timeout_ms': 10_000,
+  });
+  // Requests are read by request-wire.ts (keys stay bytes until compiled), not by the generated classes.
+  addSubscribeService(server, (call: Call) => onCall(new GrpcJsSubscribeCall(call, cfg)), decodeSubscribeUpdate);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${hostForUrl(cfg.host)}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err === null ? resolve(p) : reject(err)));
+  });
+  return {
+    port,
+    close: (graceMs) =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}

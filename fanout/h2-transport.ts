@@ -1,0 +1,85 @@
+import type { FanoutConfig } from './config';
+import type { StreamError } from './errors';
+import { DEFAULT_CONNECTION_LIMITS } from './h2/connection';
+import type { GrpcCall } from './h2/grpc-call';
+import { startGrpcServer, type GrpcServer } from './h2/server';
+import type { SubscribeUpdate } from './request';
+import { decodeSubscribeUpdate } from './request-wire';
+import { TOKEN_HEADER } from './auth';
+import { errorTrailers, type SubscribeCall } from './subscribe-call';
+
+// The stream endpoint on the fanout's own HTTP/2 server (fanout/h2/): a GrpcCall seen as a SubscribeCall.
+
+/** Keepalive as the grpc-js server had it: find peers that vanished without a FIN. */
+const KEEPALIVE_MS = 30_000;
+const KEEPALIVE_TIMEOUT_MS = 10_000;
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+class H2SubscribeCall implements SubscribeCall {
+  readonly peer: string;
+  readonly token: string | undefined;
+
+  constructor(
+    private readonly call: GrpcCall,
+    private readonly endGraceMs: number,
+  ) {
+    this.peer = call.peer;
+    const t = call.header(TOKEN_HEADER);
+    // HPACK strings are octets (read as latin1); a token is text.
+    this.token = t === undefined || t === '' ? undefined : Buffer.from(t, 'latin1').toString('utf8');
+  }
+
+  write(framed: Buffer): boolean {
+    return this.call.write(framed);
+  }
+
+  once(event: 'drain', listener: () => void): unknown {
+    return this.call.once(event, listener);
+  }
+
+  sendHeaders(): void {
+    this.call.sendHeaders();
+  }
+
+  end(e?: StreamError): void {
+    if (e === undefined) return this.call.end();
+    this.call.end({ code: e.code, details: e.details, trailers: errorTrailers(e) });
+    // A status cannot overtake data: a subscriber that stopped reading never lets it through. Reset then.
+    if (this.endGraceMs === 0) return;
+    setTimeout(() => this.call.reset(), this.endGraceMs).unref();
+  }
+
+  listen(onRequest: (u: SubscribeUpdate) => void, gone: () => void): void {
+    this.call.onMessage = (m) => {
+      let u: SubscribeUpdate;
+      try {
+        u = decodeSubscribeUpdate(m);
+      } catch (err) {
+        // As grpc-js ends a call whose request does not deserialize.
+        this.call.end({ code: 13, details: `Error deserializing request: ${err instanceof Error ? err.message : String(err)}` });
+        gone();
+        return;
+      }
+      onRequest(u);
+    };
+    this.call.onGone = gone;
+  }
+}
+
+export function startH2Transport(cfg: FanoutConfig, paths: readonly string[], maxMessageBytes: number, onCall: (c: SubscribeCall) => void): Promise<GrpcServer> {
+  return startGrpcServer(
+    {
+      host: cfg.host,
+      port: cfg.port,
+      paths: new Set(paths),
+      limits: { ...DEFAULT_CONNECTION_LIMITS, maxOpenStreams: cfg.maxStreamsPerConnection + 64 },
+      maxMessageBytes,
+      maxRequestBytesTotal: Math.max(64 << 20, 4 * maxMessageBytes),
+      maxConnections: cfg.maxStreams + 1024,
+      keepaliveMs: KEEPALIVE_MS,
+      keepaliveTimeoutMs: KEEPALIVE_TIMEOUT_MS,
+      handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+    },
+    (call) => onCall(new H2SubscribeCall(call, cfg.endGraceMs)),
+  );
+}
