@@ -1,31 +1,103 @@
+import { randomInt } from 'node:crypto';
+
 // Drops a record whose key was seen among the last `window` keys. Several ingest workers may watch redundant
 // feeds and publish the same transaction; the signature (the record key) identifies it. Memory is bounded by
-// the window: a ring of the keys in arrival order plus a set for lookup, the oldest evicted first.
+// the window and allocated once: the keys' bytes in a ring (arrival order, the oldest evicted first) and an
+// open-addressing table of ring positions. A Set of strings did the same with one string per record and
+// 100,000 long-lived strings for the garbage collector to walk on every major collection.
+
+/** Longest key kept in the ring (a signature); longer ones (our codecs make none) are kept aside by ring position. */
+const MAX_KEY = 64;
+const LONG = 0xff;
+
+// Seeded per process: keys come from the bus, and a fixed hash would let a producer craft colliding keys.
+const SEED = randomInt(0x7fffffff) | 1;
+
+function hashBytes(b: Uint8Array): number {
+  let h = SEED ^ b.length;
+  const n = b.length & ~3;
+  for (let i = 0; i < n; i += 4) {
+    h = Math.imul(h ^ (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)), 0x9e3779b1);
+    h ^= h >>> 15;
+  }
+  for (let i = n; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x9e3779b1);
+  h = Math.imul(h ^ (h >>> 13), 0x85ebca6b);
+  return (h ^ (h >>> 16)) & 0x7fffffff;
+}
 
 export class RecentKeys {
-  private readonly ring: Array<string | undefined>;
-  private readonly set = new Set<string>();
+  private readonly bytes: Uint8Array;
+  private readonly lens: Uint8Array;
+  private readonly hashes: Int32Array;
+  /** Ring position + 1 (0: empty); at most half full. */
+  private readonly table: Int32Array;
+  private readonly mask: number;
   private next = 0;
+  private count = 0;
+  /** Keys longer than MAX_KEY, by ring position (lens[r] = LONG). */
+  private readonly long = new Map<number, Buffer>();
 
   constructor(readonly window: number) {
     if (!Number.isInteger(window) || window < 1) throw new RangeError(`dedupe window must be a positive integer, got ${window}`);
-    this.ring = new Array<string | undefined>(window);
+    this.bytes = new Uint8Array(window * MAX_KEY);
+    this.lens = new Uint8Array(window);
+    this.hashes = new Int32Array(window);
+    let size = 16;
+    while (size < 2 * window) size *= 2;
+    this.table = new Int32Array(size);
+    this.mask = size - 1;
   }
 
   /** true = first sighting (remembered now); false = a duplicate within the window. */
-  firstSeen(key: Buffer): boolean {
-    // latin1 keeps one char per byte: exact, and half the size of hex.
-    const k = key.toString('latin1');
-    if (this.set.has(k)) return false;
-    const old = this.ring[this.next];
-    if (old !== undefined) this.set.delete(old);
-    this.ring[this.next] = k;
-    this.next = (this.next + 1) % this.ring.length;
-    this.set.add(k);
+  firstSeen(key: Uint8Array): boolean {
+    const h = hashBytes(key);
+    const len = key.length > MAX_KEY ? LONG : key.length;
+    const t = this.table;
+    for (let slot = h & this.mask; t[slot] !== 0; slot = (slot + 1) & this.mask) {
+      const r = t[slot]! - 1;
+      if (this.hashes[r] === h && this.lens[r] === len && this.equal(r, key)) return false;
+    }
+    const r = this.next;
+    if (this.count === this.window) this.unlink(r);
+    else this.count++;
+    if (len === LONG) this.long.set(r, Buffer.from(key));
+    else this.bytes.set(key, r * MAX_KEY);
+    this.lens[r] = len;
+    this.hashes[r] = h;
+    let slot = h & this.mask;
+    while (t[slot] !== 0) slot = (slot + 1) & this.mask;
+    t[slot] = r + 1;
+    this.next = r + 1 === this.window ? 0 : r + 1;
     return true;
   }
 
   get size(): number {
-    return this.set.size;
+    return this.count;
+  }
+
+  private equal(r: number, key: Uint8Array): boolean {
+    if (key.length > MAX_KEY) return Buffer.compare(this.long.get(r)!, key) === 0;
+    const b = this.bytes;
+    for (let i = 0, o = r * MAX_KEY; i < key.length; i++) if (b[o + i] !== key[i]) return false;
+    return true;
+  }
+
+  /** Removes ring position r from the table (backward-shift deletion: no tombstones, probes stay short). */
+  private unlink(r: number): void {
+    const t = this.table;
+    const mask = this.mask;
+    if (this.lens[r] === LONG) this.long.delete(r);
+    let i = this.hashes[r]! & mask;
+    while (t[i] !== r + 1) i = (i + 1) & mask;
+    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
+      const v = t[j]!;
+      if (v === 0) break;
+      const home = this.hashes[v - 1]! & mask;
+      const between = i <= j ? i < home && home <= j : i < home || home <= j;
+      if (between) continue;
+      t[i] = v;
+      i = j;
+    }
+    t[i] = 0;
   }
 }

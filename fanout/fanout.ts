@@ -27,6 +27,8 @@ export interface ResponseEncoder {
   /** The `filters` field (2) for these names, to prepend to many responses. */
   filterNames(names: string[]): Buffer;
   transaction(createdAtMs: number, filterField: Buffer, txMessage: Buffer): Buffer;
+  /** The same response after `headroom` unwritten bytes, when the encoder can (saves a copy when framing). */
+  transactionAfter?(headroom: number, createdAtMs: number, filterField: Buffer, txMessage: Buffer): Buffer;
   /** A response whose only field is ping_id (0 = heartbeat). */
   ping(id: number): Buffer;
   /** A response with only created_at and new_slot. */
@@ -229,14 +231,25 @@ export class Fanout {
     if (matches.length === 0) return;
     const createdAt = this.now();
     const { message, observedAtMs } = d.record;
-    // Usually one entry: most clients name filters alike, so the per-transaction encode count stays tiny.
-    const byNames = new Map<string, Buffer>();
+    // Usually one encoding: most clients name filters alike. The first is kept aside (no Map per transaction).
+    let firstKey: string | undefined;
+    let first: Buffer | undefined;
+    let byNames: Map<string, Buffer> | undefined;
     for (const mt of matches) {
       const names = this.namesField(mt.set, mt.mask);
-      let resp = byNames.get(names.key);
-      if (resp === undefined) {
-        resp = this.enc.transaction(createdAt, names.bytes, message);
-        byNames.set(names.key, resp);
+      let resp: Buffer | undefined;
+      if (first === undefined) {
+        firstKey = names.key;
+        resp = first = this.enc.transaction(createdAt, names.bytes, message);
+      } else if (names.key === firstKey) {
+        resp = first;
+      } else {
+        byNames ??= new Map();
+        resp = byNames.get(names.key);
+        if (resp === undefined) {
+          resp = this.enc.transaction(createdAt, names.bytes, message);
+          byNames.set(names.key, resp);
+        }
       }
       mt.sub.send(resp, observedAtMs);
     }

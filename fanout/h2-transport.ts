@@ -1,6 +1,8 @@
 import type { FanoutConfig } from './config';
 import type { StreamError } from './errors';
 import { DEFAULT_CONNECTION_LIMITS } from './h2/connection';
+import { H2Error } from './h2/frame';
+import { fanoutMetrics } from './metrics';
 import type { GrpcCall } from './h2/grpc-call';
 import { startGrpcServer, type GrpcServer } from './h2/server';
 import type { SubscribeUpdate } from './request';
@@ -14,6 +16,8 @@ import { errorTrailers, type SubscribeCall } from './subscribe-call';
 const KEEPALIVE_MS = 30_000;
 const KEEPALIVE_TIMEOUT_MS = 10_000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+const ERROR_NAMES = new Map<number, string>(Object.entries(H2Error).map(([name, code]) => [code, name]));
 
 class H2SubscribeCall implements SubscribeCall {
   readonly peer: string;
@@ -79,6 +83,7 @@ export function startH2Transport(cfg: FanoutConfig, paths: readonly string[], ma
       keepaliveMs: KEEPALIVE_MS,
       keepaliveTimeoutMs: KEEPALIVE_TIMEOUT_MS,
       handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+      onConnectionError: (code) => fanoutMetrics.connectionError(ERROR_NAMES.get(code) ?? String(code)).inc(),
     },
     (call) => onCall(new H2SubscribeCall(call, cfg.endGraceMs)),
   );

@@ -41,6 +41,7 @@ metrics.gauge('meridian_fanout_connections', 'Connections holding at least one S
 const disconnects = new Map<EndReason, Counter>();
 const slowConsumers = new Map<string, Counter>();
 const refusals = new Map<string, Counter>();
+const connectionErrors = new Map<string, Counter>();
 
 function labelled(m: Map<string, Counter>, name: string, help: string, label: string, value: string): Counter {
   let c = m.get(value);
@@ -73,6 +74,10 @@ export const fanoutMetrics = {
   /** Streams refused at open, by the cap (connection, ip, server). */
   streamRefused(per: string): Counter {
     return labelled(refusals, 'meridian_fanout_streams_refused_total', 'Subscribe streams refused at open by a stream cap (per connection, per IP, per server)', 'per', per);
+  },
+  /** Connections the own HTTP/2 server ended with a GOAWAY error, by HTTP/2 error code. */
+  connectionError(code: string): Counter {
+    return labelled(connectionErrors, 'meridian_fanout_connection_errors_total', 'Stream connections ended for a protocol error or abuse (HTTP/2 GOAWAY code)', 'code', code);
   },
   filterUpdateMs: metrics.histogram('meridian_fanout_filter_update_ms', 'Server time to apply one filter-update message (decode, compile, index), ms', [0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 250]),
   filterUpdateKeys: metrics.counter('meridian_fanout_filter_update_keys_total', 'Keys carried by accepted filter-update messages'),

@@ -293,15 +293,16 @@ export function encodeFilterNames(names: readonly string[]): Buffer {
 /**
  * One transaction response for one subscriber: created_at ‖ filters ‖ field-3 header ‖ txMessage, one
  * allocation and one copy of each part. filterFields are encodeFilterName outputs (or one concatenation);
- * txMessage is the shared encodeTransaction output.
+ * txMessage is the shared encodeTransaction output. `headroom` bytes are left unwritten at the front (for the
+ * transport's framing, so the response need not be copied again to get it).
  */
-export function encodeTxResponse(createdAtMs: number, filterFields: readonly Buffer[] | Buffer, txMessage: Uint8Array): Buffer {
+export function encodeTxResponse(createdAtMs: number, filterFields: readonly Buffer[] | Buffer, txMessage: Uint8Array, headroom = 0): Buffer {
   let filtersLen = 0;
   if (Buffer.isBuffer(filterFields)) filtersLen = filterFields.length;
   else for (const f of filterFields) filtersLen += f.length;
-  const size = timestampFieldSize(createdAtMs) + filtersLen + lenFieldSize(txMessage.length);
+  const size = headroom + timestampFieldSize(createdAtMs) + filtersLen + lenFieldSize(txMessage.length);
   const buf = Buffer.allocUnsafe(size);
-  let o = writeTimestamp(buf, 0, createdAtMs);
+  let o = writeTimestamp(buf, headroom, createdAtMs);
   if (Buffer.isBuffer(filterFields)) {
     buf.set(filterFields, o);
     o += filterFields.length;

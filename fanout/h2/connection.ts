@@ -80,6 +80,8 @@ export interface ConnectionHandler {
   onStream(stream: H2Stream, headers: HeaderField[], conn: H2Connection): void;
   /** The connection is gone (every stream's onGone has been called). */
   onClose(conn: H2Connection): void;
+  /** We ended the connection with a connection error (the GOAWAY code and its debug text), or for not reading. */
+  onError?(code: number, debug: string): void;
 }
 
 /** Frames we send: the biggest payload in one DATA frame even if the peer allows more (fewer, larger copies gain little). */
@@ -454,6 +456,7 @@ export class H2Connection implements Flushable, StreamOwner {
   /** Connection error: GOAWAY with the code, what is queued goes out, then the socket ends. */
   fail(code: number, debug: string): void {
     if (this.closed) return;
+    this.handler.onError?.(code, debug);
     this.goawaySent = false;
     this.goaway(code, debug);
     this.flush();
@@ -517,6 +520,7 @@ export class H2Connection implements Flushable, StreamOwner {
       // The peer reads nothing of what it keeps asking for.
       this.ctrl = [];
       this.ctrlBytes = 0;
+      this.handler.onError?.(H2Error.ENHANCE_YOUR_CALM, 'peer does not read its control frames');
       return this.destroy(false);
     }
     const maxF = this.peerMaxFrame;

@@ -25,6 +25,8 @@ export interface GrpcServerOptions {
   keepaliveTimeoutMs: number;
   /** A connection must send its preface and SETTINGS within this. */
   handshakeTimeoutMs: number;
+  /** A connection ended with a connection error (HTTP/2 error code, a fixed reason text). */
+  onConnectionError?: (code: number, reason: string) => void;
 }
 
 export interface GrpcServer {
@@ -63,6 +65,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, onCall: (call: Gr
     onClose(conn: H2Connection): void {
       conns.delete(conn);
     },
+    onError: opts.onConnectionError,
   };
 
   const server = net.createServer({ noDelay: true }, (socket) => {

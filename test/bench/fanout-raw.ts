@@ -15,18 +15,19 @@ import { fmt, sleep, type BenchResult } from './stats';
 // primary's and every worker's), divided by the messages the clients received.
 //
 // Cases, each in a fresh fanout child:
-//   - grpc-js writes (reference): responses through grpc-js's per-message write path, one process;
-//   - direct writes, one process (one core): responses written straight to the HTTP/2 stream (fanout.directWrites);
-//   - direct writes, fanout.workers = every core: node:cluster workers on one port (fanout/cluster.ts); each
+//   - grpc-js writes (reference): fanout.transport grpc-js, responses through grpc-js's per-message write path;
+//   - grpc-js direct writes (peer): grpc-js, responses written straight to node:http2's stream (fanout.directWrites);
+//   - own HTTP/2, one process (one core): fanout.transport h2 (fanout/h2/), the default;
+//   - own HTTP/2, fanout.workers = every core: node:cluster workers on one port (fanout/cluster.ts); each
 //     worker publishes the same feed into its own embedded bus, standing in for its own reader of the shared
 //     Kafka topic (production workers read Kafka; the embedded bus keeps the broker's CPU out of the figure).
-// Each runs 4,000 and 12,000 tx/s for PHASE_S, then (direct writes) searches for the highest rate kept up:
+// Each runs 4,000 and 12,000 tx/s for PHASE_S, then (own HTTP/2) searches for the highest rate kept up:
 // every transaction processed and every response received within TAIL_MS of the feed's end, p99 publish →
 // receipt < 250 ms, and the publisher (which shares the fanout's event loop) never more than 250 ms late.
 
 // FANOUT_BENCH_PROFILE=<dir>: the fanout child runs under --cpu-prof and writes its profile there on exit;
 // FANOUT_BENCH_NODE_ARGS='--max-semi-space-size=64': node flags for the fanout child (and its workers).
-// FANOUT_BENCH_ONLY=direct|grpc-js, FANOUT_BENCH_CONNECTIONS=20, FANOUT_BENCH_WORKERS=1|2: run a subset.
+// FANOUT_BENCH_ONLY=h2|grpc-js, FANOUT_BENCH_CONNECTIONS=20, FANOUT_BENCH_WORKERS=1|2: run a subset.
 // FANOUT_BENCH_SEARCH=0: skip the searches; FANOUT_BENCH_RATES=4000: other fixed rates; FANOUT_BENCH_PHASE_S=20: longer phases.
 // FANOUT_BENCH_CLIENT=go|node|go,node: the load client(s); default go when `go` is on PATH, else node (each case
 // runs once per client, in a fresh fanout child).
@@ -45,6 +46,7 @@ const DRAIN_MS = 15_000;
 
 interface CaseSpec {
   client: LoadClientKind;
+  transport: 'h2' | 'grpc-js';
   directWrites: boolean;
   connections: number;
   workers: number;
@@ -57,6 +59,8 @@ interface PhaseResult {
   deliveredPerS: number;
   cpuPct: number;
   usPerMsg: number;
+  /** Of usPerMsg, the publisher's own share (making records, appending them to the embedded bus). */
+  publisherUsPerMsg: number;
   p50: number;
   p99: number;
   /** Upper bucket bound of the server's own p99, bus record observed-at → written to the stream. */
@@ -113,6 +117,7 @@ async function runPhase(child: FanoutChild, load: Load, rate: number, seconds: n
     deliveredPerS: delivered / (fed.elapsedMs / 1000),
     cpuPct: (cpuMs / 1000 / wallS) * 100,
     usPerMsg: delivered > 0 ? (cpuMs * 1000) / delivered : Number.NaN,
+    publisherUsPerMsg: delivered > 0 ? ((fed.publishMs ?? 0) * 1000) / delivered : Number.NaN,
     p50: s.p50,
     p99: s.p99,
     serverP99Le: serverP99(u0.latency, u1.latency),
@@ -158,7 +163,7 @@ async function searchHighest(run: (rate: number) => Promise<PhaseResult>, known:
 }
 
 function caseLabel(c: CaseSpec): string {
-  const how = c.directWrites ? 'direct writes' : 'grpc-js writes (reference)';
+  const how = c.transport === 'h2' ? 'own HTTP/2' : c.directWrites ? 'grpc-js direct writes (peer)' : 'grpc-js writes (reference)';
   const where = c.workers === 1 ? 'one process (one core)' : `${c.workers} workers (every core)`;
   return `${how}, ${where}, ${c.connections} connections, ${c.client} client`;
 }
@@ -172,6 +177,7 @@ function phaseRow(c: CaseSpec, p: PhaseResult, what: string): BenchResult {
       delivered_per_s: p.deliveredPerS,
       server_cpu_pct: p.cpuPct,
       server_us_per_msg: p.usPerMsg,
+      publisher_us_per_msg: p.publisherUsPerMsg,
       p50_ms: p.p50,
       p99_ms: p.p99,
       server_p99_le_ms: p.serverP99Le,
@@ -193,6 +199,7 @@ async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
       fanout: {
         topics: uniqueTopics('bench-raw'),
         heartbeatMs: 10_000,
+        transport: c.transport,
         directWrites: c.directWrites,
         maxStreamsPerConnection: 1000,
         maxStreamsPerIp: 2000,
@@ -266,9 +273,12 @@ export async function benchFanoutRaw(): Promise<BenchResult[]> {
   if (clients.kinds.length === 1 && clients.kinds[0] === 'node' && process.env.FANOUT_BENCH_CLIENT === undefined) console.log(`fanout-raw: ${clients.note}`);
   for (const connections of conns) {
     for (const client of clients.kinds) {
-      if (only !== 'direct' && workerCounts.includes(1)) results.push(...(await runCase({ client, directWrites: false, connections, workers: 1 }, false)));
+      if (only !== 'h2' && workerCounts.includes(1)) {
+        results.push(...(await runCase({ client, transport: 'grpc-js', directWrites: false, connections, workers: 1 }, false)));
+        results.push(...(await runCase({ client, transport: 'grpc-js', directWrites: true, connections, workers: 1 }, false)));
+      }
       if (only === 'grpc-js') continue;
-      for (const workers of workerCounts) results.push(...(await runCase({ client, directWrites: true, connections, workers }, search)));
+      for (const workers of workerCounts) results.push(...(await runCase({ client, transport: 'h2', directWrites: true, connections, workers }, search)));
     }
   }
   results.push({
@@ -277,6 +287,7 @@ export async function benchFanoutRaw(): Promise<BenchResult[]> {
     figures: { cores },
     note:
       `server_us_per_msg = fanout CPU (with workers: the cluster primary + every worker) / messages received; ` +
+      `publisher_us_per_msg = the part of it the feed itself costs (making records, appending them to the embedded bus in the fanout's process); ` +
       `${clients.note}; client_cpu_pct / client_us_per_msg = the load client's CPU (go: its own process; node: this whole bench process); ` +
       `go p50/p99 are upper bounds of 10 µs buckets; ` +
       `"every core" = fanout.workers = ${cores} on this ${cores}-core machine, which the load client shares: ` +
