@@ -87,8 +87,16 @@ class Postings {
   cellFree: number[] = [];
   cellTop = 0;
 
+  /**
+   * Live keys per 16-bit digest of their bytes: a transaction's keys are mostly not in any filter, and a zero
+   * here answers that without hashing all 32 bytes and probing the table (a cache miss each, in a busy process).
+   * Counts saturate at 0xffff and then stay (a false "maybe", never a false "no").
+   */
+  digestCount = new Uint16Array(1 << 16);
+
   /** The key id of the 32 bytes at b[o], or -1. */
   find(b: Uint8Array, o: number): number {
+    if (this.digestCount[digest16(b, o)] === 0) return -1;
     const t = this.table;
     const mask = t.length - 1;
     const kb = this.keyBytes;
@@ -124,10 +132,14 @@ class Postings {
     this.keyGen[k] = 0;
     t[slot] = k + 1;
     this.liveKeys++;
+    const d = digest16(b, o);
+    if (this.digestCount[d]! < 0xffff) this.digestCount[d]!++;
     return k;
   }
 
   private dropKey(k: number): void {
+    const d = digest16(this.keyBytes, k * PUBKEY_LEN);
+    if (this.digestCount[d]! < 0xffff) this.digestCount[d]!--;
     const t = this.table;
     const mask = t.length - 1;
     let i = this.keyHash[k]! & mask;
@@ -220,6 +232,11 @@ class Postings {
     this.next = grow(this.next, new Int32Array(n));
     this.prev = grow(this.prev, new Int32Array(n));
   }
+}
+
+/** 16 bits from six bytes at both ends of a key: spread for random keys and for keys with constant stretches. */
+function digest16(b: Uint8Array, o: number): number {
+  return (b[o]! ^ b[o + 2]! ^ b[o + 29]!) | ((b[o + 1]! ^ b[o + 3]! ^ b[o + 30]!) << 8);
 }
 
 function grow<T extends Int32Array | Uint8Array | Float64Array>(from: T, to: T): T {

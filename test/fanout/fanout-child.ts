@@ -65,7 +65,7 @@ type FedReply = Extract<ChildReply, { type: 'fed' }>;
  * generation and its major GCs into the fanout's figures. A reader that falls further behind skips ahead, and the
  * bench counts the phase as not kept up.
  */
-const CHILD_BUS_RETENTION = { maxMessagesPerPartition: 8192, maxBytesPerPartition: 16 << 20 };
+const CHILD_BUS_RETENTION = { maxMessagesPerPartition: 4096, maxBytesPerPartition: 8 << 20 };
 
 /** One fanout with its bus, as the single child runs it and as each worker of a multi-worker child runs it. */
 interface One {
