@@ -236,7 +236,15 @@ export class Fanout {
     let first: Buffer | undefined;
     let byNames: Map<string, Buffer> | undefined;
     for (const mt of matches) {
-      const names = this.namesField(mt.set, mt.mask);
+      // A subscriber usually matches with the same filters time after time: its last names are kept on it.
+      const sub = mt.sub;
+      let names = sub.names;
+      if (names === null || sub.namesSet !== mt.set || sub.namesMask !== mt.mask) {
+        names = this.namesField(mt.set, mt.mask);
+        sub.namesSet = mt.set;
+        sub.namesMask = mt.mask;
+        sub.names = names;
+      }
       let resp: Buffer | undefined;
       if (first === undefined) {
         firstKey = names.key;
@@ -251,7 +259,7 @@ export class Fanout {
           byNames.set(names.key, resp);
         }
       }
-      mt.sub.send(resp, observedAtMs);
+      sub.send(resp, observedAtMs);
     }
   }
 

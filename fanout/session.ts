@@ -59,6 +59,10 @@ export interface SessionOptions {
 export class Session {
   newSeenSlots = false;
   filters: CompiledFilterSet | null = null;
+  /** The hub's cache of this subscriber's last matched filter names (set, mask → encoded names field). */
+  namesSet: CompiledFilterSet | null = null;
+  namesMask = 0;
+  names: { bytes: Buffer; key: string } | null = null;
   private readonly queue: SubscriberQueue;
   private readonly rate: UpdateRate;
   private readonly keyRate: KeyRate | undefined;
