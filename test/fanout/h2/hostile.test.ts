@@ -5,6 +5,9 @@ import { b58, makeTx, startTestFanout, testKey, testKey58, type TestFanout } fro
 import { frame, settingsFrame } from './raw-peer';
 import { E, F, grpcMessage, grpcRequestFields, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
 import { encodeHeaderBlock } from '../../../fanout/h2/hpack';
+import { DEFAULT_CONNECTION_LIMITS } from '../../../fanout/h2/connection';
+import type { GrpcCall } from '../../../fanout/h2/grpc-call';
+import { startGrpcServer } from '../../../fanout/h2/server';
 
 // Peers that attack the fanout's own HTTP/2 server (fanout/h2/) over loopback: header-block and rapid-reset
 // floods, a PING flood that reads nothing, and a few thousand random and mutated frame sequences. Each must
@@ -102,7 +105,7 @@ describe('fanout/h2 hostile peers', function () {
       const c = await connect();
       await settled(c);
       floods.push(c);
-      // 4 MB of header block per connection, never ended.
+      // Up to 4 MB of header block per connection, never ended, for as long as the connection takes it.
       const cont = frame(T.CONTINUATION, 0, 1, Buffer.alloc(MAX_FRAME, 0x42));
       c.send(T.HEADERS, 0, 1, Buffer.alloc(MAX_FRAME, 0x42));
       for (let k = 0; k < 16 && !c.closed; k++) {
@@ -115,9 +118,56 @@ describe('fanout/h2 hostile peers', function () {
       await c.waitClosed();
     }
     const after = process.memoryUsage();
-    // 20 × 4 MB were offered; what any connection holds is bounded by 2 × 16 KiB.
+    // Whatever was offered, a connection holds at most 2 × 16 KiB of header block before it is cut off.
     assert.ok(after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers < 32 << 20, `grew ${((after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 1e6).toFixed(1)} MB`);
     await normalClientWorks(f, 1);
+  });
+
+  it('streams beyond maxOpenStreams are refused (RST_STREAM REFUSED_STREAM); after GOAWAY new streams are refused too', async () => {
+    const calls: GrpcCall[] = [];
+    const server = await startGrpcServer(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        paths: new Set(['/t.S/M']),
+        limits: { ...DEFAULT_CONNECTION_LIMITS, maxOpenStreams: 4 },
+        maxMessageBytes: 1024,
+        maxRequestBytesTotal: 1 << 20,
+        maxConnections: 10,
+        keepaliveMs: 60_000,
+        keepaliveTimeoutMs: 10_000,
+        handshakeTimeoutMs: 10_000,
+      },
+      (call) => {
+        calls.push(call);
+        call.sendHeaders();
+      },
+    );
+    const c = await RawH2Client.connect(server.port);
+    try {
+      for (const id of [1, 3, 5, 7, 9, 11]) c.request(id, '/t.S/M');
+      await c.until(() => c.stream(9).rstCode !== undefined && c.stream(11).rstCode !== undefined, 3000, 'two refusals');
+      assert.deepEqual([c.stream(9).rstCode, c.stream(11).rstCode], [E.REFUSED_STREAM, E.REFUSED_STREAM]);
+      assert.equal(calls.length, 4);
+      await c.until(() => [1, 3, 5, 7].every((id) => c.stream(id).blocks.length === 1), 3000, 'headers of the four open calls');
+      calls[0]!.end();
+      await c.streamEnded(1);
+      assert.equal(c.lastField(1, 'grpc-status'), '0');
+      c.request(13, '/t.S/M'); // a place is free again
+      await c.until(() => calls.length === 5, 3000, 'the fifth call');
+      const closing = server.close(500);
+      const g = await c.goaway();
+      assert.deepEqual([g.code, g.lastStreamId], [E.NO_ERROR, 13]);
+      c.request(15, '/t.S/M');
+      await c.until(() => c.stream(15).rstCode !== undefined || c.closed, 3000, 'stream 15 refused');
+      assert.equal(c.stream(15).rstCode, E.REFUSED_STREAM);
+      assert.equal(calls.length, 5);
+      await closing;
+      await c.waitClosed();
+    } finally {
+      c.destroy();
+      await server.close(0);
+    }
   });
 
   it(`rapid reset: ${MAX_NEW_STREAMS_PER_SEC} HEADERS+RST_STREAM pairs in a second are served, one more → GOAWAY ENHANCE_YOUR_CALM`, async () => {
