@@ -84,7 +84,7 @@ export class GrpcCall {
     stream.onGone = () => this.gone();
     const ms = parseGrpcTimeout(this.header('grpc-timeout'));
     if (ms !== undefined) {
-      this.deadline = setTimeout(() => this.end({ code: GrpcCode.DEADLINE_EXCEEDED, details: 'Deadline exceeded' }), Math.max(0, Math.ceil(ms)));
+      this.deadline = setTimeout(() => this.abort({ code: GrpcCode.DEADLINE_EXCEEDED, details: 'Deadline exceeded' }), Math.max(0, Math.ceil(ms)));
       this.deadline.unref();
     }
   }
@@ -134,6 +134,17 @@ export class GrpcCall {
     this.stream.reset(H2Error.CANCEL);
   }
 
+  /**
+   * Ends the call on its own account (deadline, a request it cannot read). The application is told as by a
+   * cancel (onGone): it would otherwise keep a subscriber writing into a call that is over.
+   */
+  private abort(status: GrpcStatus): void {
+    if (this.over) return;
+    const gone = this.onGone;
+    this.end(status);
+    gone?.();
+  }
+
   private gone(): void {
     if (this.over) return;
     this.finish();
@@ -165,10 +176,10 @@ export class GrpcCall {
         if (this.prefixHave < PREFIX_SZ) return;
         const flag = this.prefix[0]!;
         const len = this.prefix.readUInt32BE(1);
-        if (flag === FLAG_COMPRESSED) return this.end({ code: GrpcCode.UNIMPLEMENTED, details: 'compressed requests are not supported: send them uncompressed (grpc-encoding identity)' });
-        if (flag !== 0) return this.end({ code: GrpcCode.INTERNAL, details: `message flag ${flag} is neither 0 nor 1` });
-        if (len > this.maxMessageBytes) return this.end({ code: GrpcCode.RESOURCE_EXHAUSTED, details: `Received message larger than max (${len} vs. ${this.maxMessageBytes})` });
-        if (this.budget.bytes + len > this.budget.max) return this.end({ code: GrpcCode.RESOURCE_EXHAUSTED, details: 'the server holds its maximum of partially received requests; retry later' });
+        if (flag === FLAG_COMPRESSED) return this.abort({ code: GrpcCode.UNIMPLEMENTED, details: 'compressed requests are not supported: send them uncompressed (grpc-encoding identity)' });
+        if (flag !== 0) return this.abort({ code: GrpcCode.INTERNAL, details: `message flag ${flag} is neither 0 nor 1` });
+        if (len > this.maxMessageBytes) return this.abort({ code: GrpcCode.RESOURCE_EXHAUSTED, details: `Received message larger than max (${len} vs. ${this.maxMessageBytes})` });
+        if (this.budget.bytes + len > this.budget.max) return this.abort({ code: GrpcCode.RESOURCE_EXHAUSTED, details: 'the server holds its maximum of partially received requests; retry later' });
         this.budget.bytes += len;
         this.body = Buffer.allocUnsafe(len);
         this.bodyHave = 0;

@@ -1,0 +1,374 @@
+import assert from 'node:assert/strict';
+import { serializeSubscribeRequest, subscribePath } from '../../../proto/service';
+import { StreamClient } from '../../support/stream-client';
+import { b58, makeTx, startTestFanout, testKey, testKey58, type TestFanout } from '../support';
+import { frame, settingsFrame } from './raw-peer';
+import { E, F, grpcMessage, grpcRequestFields, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
+import { encodeHeaderBlock } from '../../../fanout/h2/hpack';
+import { DEFAULT_CONNECTION_LIMITS } from '../../../fanout/h2/connection';
+import type { GrpcCall } from '../../../fanout/h2/grpc-call';
+import { startGrpcServer } from '../../../fanout/h2/server';
+
+// Peers that attack the fanout's own HTTP/2 server (fanout/h2/) over loopback: header-block and rapid-reset
+// floods, a PING flood that reads nothing, and a few thousand random and mutated frame sequences. Each must
+// end in the documented way while the server stays up and keeps serving a normal client.
+
+const PATH = subscribePath('arpc.StreamService');
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+const MAX_FRAME = 16_384;
+const MAX_HEADER_LIST = 16 << 10; // DEFAULT_CONNECTION_LIMITS.maxHeaderListBytes
+const MAX_NEW_STREAMS_PER_SEC = 2000; // DEFAULT_CONNECTION_LIMITS.maxNewStreamsPerSec
+
+const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(':') + 1));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function eventually(pred: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > end) assert.fail(`${what} not reached within ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}
+
+/** Deterministic PRNG (mulberry32), so a failing fuzz case can be replayed from its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+/** A normal grpc-js client subscribes and receives a transaction published now. */
+async function normalClientWorks(f: TestFanout, key: number): Promise<void> {
+  const c = StreamClient.open(f.address);
+  try {
+    c.send({ transactions: { k: { accountInclude: [testKey58(key)] } }, pingId: 1 });
+    await c.waitFor((r) => r.pingId === 1, 5000);
+    const t = makeTx({ keys: [testKey(key)] });
+    await f.publishTx(t);
+    await c.waitFor((r) => r.transaction !== undefined, 5000);
+  } finally {
+    await c.close();
+  }
+}
+
+/** The server's SETTINGS are in and acked: no ACK of ours can land inside a header block that follows. */
+async function settled(c: RawH2Client): Promise<void> {
+  await c.frame((x) => x.type === T.SETTINGS && x.flags === 0);
+}
+
+describe('fanout/h2 hostile peers', function () {
+  this.timeout(60_000);
+  let f: TestFanout;
+  let port: number;
+  const clients: RawH2Client[] = [];
+  const connect = async (opts?: Parameters<typeof RawH2Client.connect>[1]): Promise<RawH2Client> => {
+    const c = await RawH2Client.connect(port, opts);
+    clients.push(c);
+    return c;
+  };
+
+  before(async () => {
+    f = await startTestFanout({ heartbeatMs: 1000 });
+    port = portOf(f.address);
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.destroy();
+    await eventually(() => f.fanout.stats().subscribers === 0, 5000, 'no subscribers left');
+  });
+  after(async () => {
+    await f.close();
+  });
+
+  it('a header block of exactly 2× 16 KiB is held; one byte more → GOAWAY ENHANCE_YOUR_CALM', async () => {
+    const c = await connect();
+    await settled(c);
+    c.send(T.HEADERS, 0, 1, Buffer.alloc(MAX_FRAME, 0x41));
+    c.send(T.CONTINUATION, 0, 1, Buffer.alloc(2 * MAX_HEADER_LIST - MAX_FRAME, 0x41));
+    await sleep(200);
+    assert.equal(c.closed, false, c.describe());
+    assert.equal(c.frames.filter((x) => x.type === T.GOAWAY).length, 0, 'the bound itself is allowed');
+    c.send(T.CONTINUATION, 0, 1, Buffer.from([0x41]));
+    const g = await c.goaway();
+    assert.equal(g.code, E.ENHANCE_YOUR_CALM);
+    await c.waitClosed();
+  });
+
+  it('a CONTINUATION flood ends at GOAWAY ENHANCE_YOUR_CALM; memory does not grow with it', async () => {
+    const before = process.memoryUsage();
+    const floods: RawH2Client[] = [];
+    for (let i = 0; i < 20; i++) {
+      const c = await connect();
+      await settled(c);
+      floods.push(c);
+      // Up to 4 MB of header block per connection, never ended, for as long as the connection takes it.
+      const cont = frame(T.CONTINUATION, 0, 1, Buffer.alloc(MAX_FRAME, 0x42));
+      c.send(T.HEADERS, 0, 1, Buffer.alloc(MAX_FRAME, 0x42));
+      for (let k = 0; k < 16 && !c.closed; k++) {
+        c.write(Buffer.concat(Array.from({ length: 16 }, () => cont)));
+        await sleep(1);
+      }
+    }
+    for (const c of floods) {
+      assert.equal((await c.goaway()).code, E.ENHANCE_YOUR_CALM);
+      await c.waitClosed();
+    }
+    const after = process.memoryUsage();
+    // Whatever was offered, a connection holds at most 2 × 16 KiB of header block before it is cut off.
+    assert.ok(after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers < 32 << 20, `grew ${((after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 1e6).toFixed(1)} MB`);
+    await normalClientWorks(f, 1);
+  });
+
+  it('streams beyond maxOpenStreams are refused (RST_STREAM REFUSED_STREAM); after GOAWAY new streams are refused too', async () => {
+    const calls: GrpcCall[] = [];
+    const server = await startGrpcServer(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        paths: new Set(['/t.S/M']),
+        limits: { ...DEFAULT_CONNECTION_LIMITS, maxOpenStreams: 4 },
+        maxMessageBytes: 1024,
+        maxRequestBytesTotal: 1 << 20,
+        maxConnections: 10,
+        keepaliveMs: 60_000,
+        keepaliveTimeoutMs: 10_000,
+        handshakeTimeoutMs: 10_000,
+      },
+      (call) => {
+        calls.push(call);
+        call.sendHeaders();
+      },
+    );
+    const c = await RawH2Client.connect(server.port);
+    try {
+      for (const id of [1, 3, 5, 7, 9, 11]) c.request(id, '/t.S/M');
+      await c.until(() => c.stream(9).rstCode !== undefined && c.stream(11).rstCode !== undefined, 3000, 'two refusals');
+      assert.deepEqual([c.stream(9).rstCode, c.stream(11).rstCode], [E.REFUSED_STREAM, E.REFUSED_STREAM]);
+      assert.equal(calls.length, 4);
+      await c.until(() => [1, 3, 5, 7].every((id) => c.stream(id).blocks.length === 1), 3000, 'headers of the four open calls');
+      calls[0]!.end();
+      await c.streamEnded(1);
+      assert.equal(c.lastField(1, 'grpc-status'), '0');
+      c.request(13, '/t.S/M'); // a place is free again
+      await c.until(() => calls.length === 5, 3000, 'the fifth call');
+      const closing = server.close(500);
+      const g = await c.goaway();
+      assert.deepEqual([g.code, g.lastStreamId], [E.NO_ERROR, 13]);
+      c.request(15, '/t.S/M');
+      await c.until(() => c.stream(15).rstCode !== undefined || c.closed, 3000, 'stream 15 refused');
+      assert.equal(c.stream(15).rstCode, E.REFUSED_STREAM);
+      assert.equal(calls.length, 5);
+      await closing;
+      await c.waitClosed();
+    } finally {
+      c.destroy();
+      await server.close(0);
+    }
+  });
+
+  it(`rapid reset: ${MAX_NEW_STREAMS_PER_SEC} HEADERS+RST_STREAM pairs in a second are served, one more → GOAWAY ENHANCE_YOUR_CALM`, async () => {
+    const pair = (id: number): Buffer => Buffer.concat([headersFrame(id, grpcRequestFields(PATH)), rstStream(id, E.CANCEL)]);
+    const c = await connect();
+    c.write(Buffer.concat(Array.from({ length: MAX_NEW_STREAMS_PER_SEC }, (_, i) => pair(2 * i + 1))));
+    c.write(ping(Buffer.from('stillok!')));
+    await c.frame((x) => x.type === T.PING && x.payload.toString() === 'stillok!');
+    assert.equal(c.frames.filter((x) => x.type === T.GOAWAY).length, 0, 'the limit itself is allowed');
+    c.write(pair(2 * MAX_NEW_STREAMS_PER_SEC + 1));
+    const g = await c.goaway();
+    assert.equal(g.code, E.ENHANCE_YOUR_CALM);
+    assert.equal(g.lastStreamId, 2 * MAX_NEW_STREAMS_PER_SEC + 1);
+    await c.waitClosed();
+    await eventually(() => f.fanout.stats().subscribers === 0, 3000, 'subscriber count back to 0');
+
+    // The same flood in one write: many thousand pairs, cut off at the bound.
+    const d = await connect();
+    d.write(Buffer.concat(Array.from({ length: 3 * MAX_NEW_STREAMS_PER_SEC }, (_, i) => pair(2 * i + 1))));
+    assert.equal((await d.goaway()).code, E.ENHANCE_YOUR_CALM);
+    await d.waitClosed();
+    await eventually(() => f.fanout.stats().subscribers === 0, 3000, 'subscriber count back to 0');
+    await normalClientWorks(f, 2);
+  });
+
+  it('a client that floods PINGs and reads nothing is disconnected; a normal client keeps receiving; memory stays bounded', async () => {
+    const normal = StreamClient.open(f.address);
+    normal.send({ transactions: { k: { accountInclude: [testKey58(3)] } }, pingId: 1 });
+    await normal.waitFor((r) => r.pingId === 1);
+    const before = process.memoryUsage();
+    const c = await connect();
+    await c.frame((x) => x.type === T.SETTINGS);
+    c.socket.pause(); // reads nothing from here on
+    const pings = Buffer.concat(Array.from({ length: 1 << 15 }, (_, i) => ping(Buffer.from(`p${String(i).padStart(7, '0')}`))));
+    let sent = 0;
+    let maxRss = before.rss;
+    const published: string[] = [];
+    const t0 = Date.now();
+    while (!c.closed && sent < 256 << 20 && Date.now() - t0 < 20_000) {
+      if (!c.socket.write(pings)) await new Promise<void>((r) => { c.socket.once('drain', r); c.socket.once('close', r); });
+      sent += pings.length;
+      if (published.length < 5 && sent % (8 * pings.length) === 0) {
+        const t = makeTx({ keys: [testKey(3)] });
+        published.push(b58(t.signature));
+        await f.publishTx(t);
+      }
+      maxRss = Math.max(maxRss, process.memoryUsage().rss);
+    }
+    await c.waitClosed(5000);
+    assert.ok(sent > 1 << 20, `disconnected after only ${sent} bytes of PING`);
+    const t = makeTx({ keys: [testKey(3)] });
+    await f.publishTx(t);
+    await normal.waitFor((r) => r.transaction?.signature === b58(t.signature), 5000);
+    assert.equal(normal.status, undefined, 'the normal client is still streaming');
+    assert.ok(normal.transactions.length >= published.length + 1, `${normal.transactions.length} transactions for ${published.length + 1} published`);
+    assert.ok(maxRss - before.rss < 256 << 20, `RSS grew by ${((maxRss - before.rss) / 1e6).toFixed(0)} MB while ${(sent / 1e6).toFixed(0)} MB of PING went in`);
+    await normal.close();
+  });
+
+  describe('fuzz', () => {
+    /** A valid subscribe exchange, frame by frame; the fuzzer mutates it. */
+    interface RawFrame {
+      type: number;
+      flags: number;
+      id: number;
+      payload: Buffer;
+      length?: number;
+    }
+    const request = grpcMessage(serializeSubscribeRequest({ transactions: { a: { accountInclude: [testKey58(7)] } }, pingId: 5 }));
+    const block = encodeHeaderBlock(grpcRequestFields(PATH));
+    const valid = (): RawFrame[] => [
+      { type: T.SETTINGS, flags: 0, id: 0, payload: settingsFrame([[S.INITIAL_WINDOW_SIZE, 65_535], [S.MAX_FRAME_SIZE, 16_384]]).subarray(9) },
+      { type: T.WINDOW_UPDATE, flags: 0, id: 0, payload: windowUpdate(0, 1000).subarray(9) },
+      { type: T.HEADERS, flags: F.END_HEADERS, id: 1, payload: block },
+      { type: T.DATA, flags: 0, id: 1, payload: request },
+      { type: T.PING, flags: 0, id: 0, payload: Buffer.from('abcdefgh') },
+      { type: T.HEADERS, flags: 0, id: 3, payload: block.subarray(0, 10) },
+      { type: T.CONTINUATION, flags: F.END_HEADERS, id: 3, payload: block.subarray(10) },
+      { type: T.DATA, flags: 0, id: 3, payload: request },
+      { type: T.RST_STREAM, flags: 0, id: 3, payload: rstStream(3, E.CANCEL).subarray(9) },
+      { type: T.WINDOW_UPDATE, flags: 0, id: 1, payload: windowUpdate(1, 100).subarray(9) },
+      { type: T.PRIORITY, flags: 0, id: 1, payload: Buffer.from([0, 0, 0, 0, 16]) },
+      { type: T.DATA, flags: F.END_STREAM, id: 1, payload: Buffer.alloc(0) },
+    ];
+    const randomBytes = (rnd: () => number, n: number): Buffer => Buffer.from(Array.from({ length: n }, () => Math.floor(rnd() * 256)));
+    const randomFrame = (rnd: () => number): RawFrame => ({
+      type: Math.floor(rnd() * 12),
+      flags: rnd() < 0.5 ? Math.floor(rnd() * 256) : [0, 1, 4, 5, 8, 0x20][Math.floor(rnd() * 6)]!,
+      id: [0, 1, 2, 3, 5, 0x7fffffff, Math.floor(rnd() * 100)][Math.floor(rnd() * 7)]!,
+      payload: randomBytes(rnd, rnd() < 0.3 ? Math.floor(rnd() * 9) : Math.floor(rnd() * 64)),
+    });
+
+    function mutate(rnd: () => number, frames: RawFrame[]): RawFrame[] {
+      const out: RawFrame[] = frames.map((x) => ({ ...x, payload: Buffer.from(x.payload) }));
+      const n = 1 + Math.floor(rnd() * 3);
+      for (let i = 0; i < n && out.length > 0; i++) {
+        const at = Math.floor(rnd() * out.length);
+        const x = out[at]!;
+        switch (Math.floor(rnd() * 10)) {
+          case 0:
+            if (x.payload.length > 0) x.payload[Math.floor(rnd() * x.payload.length)]! ^= 1 << Math.floor(rnd() * 8);
+            break;
+          case 1:
+            x.type = Math.floor(rnd() * 12);
+            break;
+          case 2:
+            x.flags = Math.floor(rnd() * 256);
+            break;
+          case 3:
+            x.id = [0, 1, 2, 3, 5, 7, 0x7fffffff][Math.floor(rnd() * 7)]!;
+            break;
+          case 4:
+            out.splice(at, 1);
+            break;
+          case 5:
+            out.splice(at, 0, { ...x });
+            break;
+          case 6: {
+            const j = Math.floor(rnd() * out.length);
+            out[at] = out[j]!;
+            out[j] = x;
+            break;
+          }
+          case 7:
+            x.payload = x.payload.subarray(0, Math.floor(rnd() * x.payload.length));
+            break;
+          case 8:
+            x.length = rnd() < 0.9 ? Math.floor(rnd() * 200) : Math.floor(rnd() * 0xffffff);
+            break;
+          default:
+            out.splice(at, 0, randomFrame(rnd));
+        }
+      }
+      return out;
+    }
+
+    /** The bytes of `frames`; a last frame left short by a wrong length is completed with zeros when it may be. */
+    function serialize(frames: RawFrame[]): Buffer {
+      const parts = frames.map((x) => {
+        const b = frame(x.type, x.flags, x.id, x.payload);
+        if (x.length !== undefined) b.writeUIntBE(x.length, 0, 3);
+        return b;
+      });
+      const bytes = Buffer.concat(parts);
+      let off = 0;
+      while (bytes.length - off >= 9) {
+        const len = bytes.readUIntBE(off, 3);
+        if (len > MAX_FRAME) return bytes; // the server stops right here (FRAME_SIZE_ERROR)
+        off += 9 + len;
+      }
+      if (off === bytes.length) return bytes;
+      const need = off < bytes.length && bytes.length - off < 9 ? 9 - (bytes.length - off) : off - bytes.length;
+      return Buffer.concat([bytes, Buffer.alloc(need)]);
+    }
+
+    type Outcome = 'closed' | 'pinged';
+
+    async function runOne(seed: number): Promise<Outcome> {
+      const rnd = prng(seed);
+      const frames = rnd() < 0.7 ? mutate(rnd, valid()) : Array.from({ length: 1 + Math.floor(rnd() * 8) }, () => randomFrame(rnd));
+      let bytes = serialize(frames);
+      // A short tail (under a frame header) was padded to a header announcing 0 bytes: fine. Complete a
+      // partial payload so that the probe PING starts at a frame boundary.
+      let off = 0;
+      while (bytes.length - off >= 9) {
+        const len = bytes.readUIntBE(off, 3);
+        if (len > MAX_FRAME) break;
+        if (bytes.length - off - 9 < len) bytes = Buffer.concat([bytes, Buffer.alloc(off + 9 + len - bytes.length)]);
+        off += 9 + len;
+      }
+      const probe = Buffer.alloc(8);
+      probe.writeUInt32BE(seed, 0);
+      probe.write('fz!!', 4, 'latin1');
+      const c = await RawH2Client.connect(port, { opening: Buffer.concat([PREFACE, settingsFrame([]), bytes, ping(probe)]) });
+      try {
+        await c.until(() => c.closed || c.frames.some((x) => x.type === T.PING && (x.flags & F.ACK) !== 0 && x.payload.equals(probe)), 3000, `close or PING ACK (seed ${seed})`);
+        return c.closed ? 'closed' : 'pinged';
+      } finally {
+        c.destroy();
+      }
+    }
+
+    it('3,000 random and mutated frame sequences: each connection ends or answers PING; the server serves on', async () => {
+      const N = 3000;
+      const BATCH = 50;
+      const counts: Record<Outcome, number> = { closed: 0, pinged: 0 };
+      const failures: string[] = [];
+      const t0 = Date.now();
+      for (let s = 0; s < N; s += BATCH) {
+        const results = await Promise.allSettled(Array.from({ length: Math.min(BATCH, N - s) }, (_, i) => runOne(1000 + s + i)));
+        for (const r of results) {
+          if (r.status === 'fulfilled') counts[r.value]++;
+          else failures.push(String(r.reason instanceof Error ? r.reason.message : r.reason));
+        }
+      }
+      assert.deepEqual(failures.slice(0, 5), [], `${failures.length} connections neither ended nor answered PING`);
+      assert.equal(counts.closed + counts.pinged, N);
+      assert.ok(counts.closed > N / 10 && counts.pinged > N / 10, `outcomes ${JSON.stringify(counts)}`);
+      assert.ok(Date.now() - t0 < 30_000, `took ${Date.now() - t0} ms`);
+      await eventually(() => f.fanout.stats().subscribers === 0, 5000, 'every fuzz subscriber gone');
+      await normalClientWorks(f, 4);
+    });
+  });
+});
