@@ -177,10 +177,12 @@ describe('fanout/h2 hostile peers', function () {
     c.write(ping(Buffer.from('stillok!')));
     await c.frame((x) => x.type === T.PING && x.payload.toString() === 'stillok!');
     assert.equal(c.frames.filter((x) => x.type === T.GOAWAY).length, 0, 'the limit itself is allowed');
-    c.write(pair(2 * MAX_NEW_STREAMS_PER_SEC + 1));
+    // One more trips it. On a machine slow enough that a second has passed since the first stream, the count
+    // started again: then the next full second's worth trips it (so the bound holds either way).
+    for (let i = 0; i <= MAX_NEW_STREAMS_PER_SEC; i++) c.write(pair(2 * (MAX_NEW_STREAMS_PER_SEC + i) + 1));
     const g = await c.goaway();
     assert.equal(g.code, E.ENHANCE_YOUR_CALM);
-    assert.equal(g.lastStreamId, 2 * MAX_NEW_STREAMS_PER_SEC + 1);
+    assert.ok(g.lastStreamId >= 2 * MAX_NEW_STREAMS_PER_SEC + 1, `cut off at stream ${g.lastStreamId}`);
     await c.waitClosed();
     await eventually(() => f.fanout.stats().subscribers === 0, 3000, 'subscriber count back to 0');
 
