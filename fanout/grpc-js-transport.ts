@@ -20,7 +20,7 @@ type Call = grpc.ServerDuplexStream<SubscribeUpdate, Buffer>;
 class GrpcJsSubscribeCall implements SubscribeCall {
   readonly peer: string;
   readonly token: string | undefined;
-  private readonly sink: Sink;
+  private readonly framedSink: Sink;
 
   constructor(
     private readonly call: Call,
@@ -30,22 +30,26 @@ class GrpcJsSubscribeCall implements SubscribeCall {
     this.token = tokenOf(call.metadata);
     const h2 = cfg.directWrites ? http2StreamOf(call) : null;
     if (h2 !== null) setNoDelay(h2);
-    this.sink =
+    this.framedSink =
       h2 !== null
         ? new FramedSink(h2)
         : { write: (framed) => call.write(framed.subarray(GRPC_PREFIX_SZ)), once: (event, listener) => call.once(event, listener) };
   }
 
   write(framed: Buffer): boolean {
-    return this.sink.write(framed);
+    return this.framedSink.write(framed);
   }
 
   once(event: 'drain', listener: () => void): unknown {
-    return this.sink.once(event, listener);
+    return this.framedSink.once(event, listener);
   }
 
   sendHeaders(): void {
     this.call.sendMetadata(new grpc.Metadata());
+  }
+
+  sink(): Sink {
+    return this.framedSink;
   }
 
   /** Ends the RPC with a registry status; resets the HTTP/2 stream if the status cannot get through in time. */

@@ -6,6 +6,7 @@ import { fanoutMetrics } from './metrics';
 import type { GrpcCall } from './h2/grpc-call';
 import { startGrpcServer, type GrpcServer } from './h2/server';
 import type { SubscribeUpdate } from './request';
+import type { Sink } from './subscriber-queue';
 import { decodeSubscribeUpdate } from './request-wire';
 import { TOKEN_HEADER } from './auth';
 import { errorTrailers, type SubscribeCall } from './subscribe-call';
@@ -43,6 +44,12 @@ class H2SubscribeCall implements SubscribeCall {
 
   sendHeaders(): void {
     this.call.sendHeaders();
+  }
+
+  sink(): Sink {
+    // After the headers, a GrpcCall's write is its HTTP/2 stream's (which drops writes once the call is over).
+    this.call.sendHeaders();
+    return this.call.stream;
   }
 
   end(e?: StreamError): void {

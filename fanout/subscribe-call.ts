@@ -18,6 +18,8 @@ export interface SubscribeCall extends Sink {
   readonly token: string | undefined;
   /** Response headers now: some clients wait for them before their first write (compat.md). */
   sendHeaders(): void;
+  /** Where responses go once headers are sent: the transport's own stream when it can take them directly. */
+  sink(): Sink;
   /** Ends the call: OK without an error, else the error's status and trailers. */
   end(e?: StreamError): void;
   /** Decoded requests; `gone` when the client cancels or its connection goes (not after our own end). */
@@ -36,9 +38,10 @@ export function serveSubscribe(call: SubscribeCall, cfg: FanoutConfig, hub: Fano
     return;
   }
   let opened: Session | undefined;
+  const sink = call.sink();
   const port: SessionPort = {
-    write: (b) => call.write(b),
-    once: (event, listener) => call.once(event, listener),
+    write: (b) => sink.write(b),
+    once: (event, listener) => sink.once(event, listener),
     end: (e) => {
       if (opened !== undefined) open.delete(opened);
       call.end(e);

@@ -71,7 +71,8 @@ export class GrpcCall {
   private deadline: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly stream: H2Stream,
+    /** The HTTP/2 stream: after sendHeaders() it takes framed responses directly. */
+    readonly stream: H2Stream,
     private readonly headers: HeaderField[],
     /** The peer as `address:port` (grpc-js's getPeer() form). */
     readonly peer: string,
