@@ -111,6 +111,9 @@ export function stampRecord(t: TxTemplate, seq: number): ProduceRecord {
 }
 
 const MAX_RECORDS_PER_PRODUCE = 256;
+const MAX_PRODUCES_IN_FLIGHT = 8;
+/** Most records the feed appends before it yields (so before a live reader in its process can run). */
+export const FEED_MAX_BURST = MAX_RECORDS_PER_PRODUCE * (MAX_PRODUCES_IN_FLIGHT + 1);
 
 export interface FeedPlan {
   rate: number;
@@ -154,7 +157,7 @@ export async function paceFeed(bus: Bus, topic: string, plan: FeedPlan, template
       const p = bus.produce(topic, records).finally(() => pending.delete(p));
       pending.add(p);
       publishMs += performance.now() - s0;
-      if (pending.size > 8) await Promise.race(pending); // Kafka: a few produces in flight, never unbounded
+      if (pending.size > MAX_PRODUCES_IN_FLIGHT) await Promise.race(pending); // Kafka: a few produces in flight, never unbounded
     }
     if (now >= endAt) break;
     await new Promise((r) => setTimeout(r, 2));

@@ -9,6 +9,7 @@ import { serveFanoutWorker } from '../../fanout/cluster-worker';
 import type { FanoutStats } from '../../fanout/fanout';
 import { quietLog, testConfig } from './support';
 import { fanoutMetrics } from '../../fanout/metrics';
+import { FEED_MAX_BURST } from '../bench/fanout-workload';
 
 // A fanout in a process of its own, driven over the fork() IPC channel. The horizontal-scale test starts two
 // on one Kafka cluster; the benchmark starts one so that its CPU and memory are the fanout's alone.
@@ -60,14 +61,14 @@ type FedReply = Extract<ChildReply, { type: 'fed' }>;
 
 /**
  * The embedded bus stands in for a broker, whose retained log lives outside the fanout's process. Its reader here
- * is live: the feed appends at most 256 records at a time in a timer and the fanout's (synchronous) handler reads
- * them in the microtask right after, so it is never more than one append behind and 1,024 records (four appends)
- * are plenty. A bigger log kept each record alive for seconds: the "broker's" log went into the fanout's old
- * generation and its major collections into the fanout's figures (200k records: ~200 MB; 4,096: still ~2.5 µs of
- * the 20-connection figure at 4,000 tx/s, and p99 ×4). A reader that does fall behind skips ahead, and the bench
- * then counts the phase as not kept up.
+ * is live: the fanout's (synchronous) handler reads in the microtask after each append, so the log only has to
+ * hold what the feed appends before it yields (FEED_MAX_BURST, 2,304 records), with a margin. A bigger log kept
+ * each record alive long enough to be promoted: the "broker's" log went into the fanout's old generation and its
+ * major collections into the fanout's figures (200k records: ~200 MB of heap; 4,096: still ~2.5 µs of the
+ * 20-connection figure at 4,000 tx/s, and p99 ×4). A smaller one made the feed's bursts at high rates skip records.
+ * A reader that falls behind skips ahead, and the bench then counts the phase as not kept up.
  */
-const CHILD_BUS_RETENTION = { maxMessagesPerPartition: 1024, maxBytesPerPartition: 8 << 20 };
+const CHILD_BUS_RETENTION = { maxMessagesPerPartition: FEED_MAX_BURST + 512, maxBytesPerPartition: 16 << 20 };
 
 /** One fanout with its bus, as the single child runs it and as each worker of a multi-worker child runs it. */
 interface One {
