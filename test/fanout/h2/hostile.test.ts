@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { serializeSubscribeRequest, subscribePath } from '../../../proto/service';
 import { StreamClient } from '../../support/stream-client';
-import { b58, makeTx, startTestFanout, testKey, testKey58, type TestFanout } from '../support';
+import { b58, makeTx, testKey, testKey58, type TestFanout } from '../support';
 import { frame, settingsFrame } from './raw-peer';
 import { E, F, grpcMessage, grpcRequestFields, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
+import { eventually, prng, rawSuite, sleep } from './support';
 import { encodeHeaderBlock } from '../../../fanout/h2/hpack';
 import { DEFAULT_CONNECTION_LIMITS } from '../../../fanout/h2/connection';
 import type { GrpcCall } from '../../../fanout/h2/grpc-call';
@@ -19,28 +20,8 @@ const MAX_FRAME = 16_384;
 const MAX_HEADER_LIST = 16 << 10; // DEFAULT_CONNECTION_LIMITS.maxHeaderListBytes
 const MAX_NEW_STREAMS_PER_SEC = 2000; // DEFAULT_CONNECTION_LIMITS.maxNewStreamsPerSec
 
-const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(':') + 1));
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function eventually(pred: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > end) assert.fail(`${what} not reached within ${timeoutMs} ms`);
-    await sleep(10);
-  }
-}
 
-/** Deterministic PRNG (mulberry32), so a failing fuzz case can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 /** A normal grpc-js client subscribes and receives a transaction published now. */
 async function normalClientWorks(f: TestFanout, key: number): Promise<void> {
@@ -63,25 +44,13 @@ async function settled(c: RawH2Client): Promise<void> {
 
 describe('fanout/h2 hostile peers', function () {
   this.timeout(60_000);
+  const suite = rawSuite({ heartbeatMs: 1000 });
+  const connect = suite.connect;
   let f: TestFanout;
   let port: number;
-  const clients: RawH2Client[] = [];
-  const connect = async (opts?: Parameters<typeof RawH2Client.connect>[1]): Promise<RawH2Client> => {
-    const c = await RawH2Client.connect(port, opts);
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    f = await startTestFanout({ heartbeatMs: 1000 });
-    port = portOf(f.address);
-  });
-  afterEach(async () => {
-    for (const c of clients.splice(0)) c.destroy();
-    await eventually(() => f.fanout.stats().subscribers === 0, 5000, 'no subscribers left');
-  });
-  after(async () => {
-    await f.close();
+  before(() => {
+    f = suite.f;
+    port = suite.port;
   });
 
   it('a header block of exactly 2× 16 KiB is held; one byte more → GOAWAY ENHANCE_YOUR_CALM', async () => {

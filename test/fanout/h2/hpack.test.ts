@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { prng } from './support';
 import http2 from 'node:http2';
 import { once } from 'node:events';
 import fc from 'fast-check';
@@ -21,17 +22,6 @@ function errorOf(r: HeaderField[] | HpackError): string {
   return r.error;
 }
 
-/** Deterministic PRNG (mulberry32), so a failing fuzz case can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 describe('hpack huffman', () => {
   it('derives the RFC 7541 Appendix B codes', () => {

@@ -6,6 +6,7 @@ import { StreamClient } from '../../support/stream-client';
 import { makeTx, startTestFanout, testKey, testKey58, type TestFanout } from '../support';
 import { frame, settingsFrame } from './raw-peer';
 import { E, F, grpcMessage, grpcMessages, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
+import { eventually, portOf, rawSuite, sleep } from './support';
 
 // The fanout's own HTTP/2 server (fanout/h2/) at the frame level, over loopback: a hand-written client sends
 // exactly the bytes each case needs and the assertions are on the frames that come back — connection errors
@@ -17,40 +18,19 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const MAX_FRAME = 16_384;
 const MAX_REQUEST = 4 << 20; // maxRequestBytes(cfg) in fanout/server.ts for the default filter limits
 
-const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(':') + 1));
 const subscribe = (r: SubscribeRequestInit): Buffer => grpcMessage(serializeSubscribeRequest(r));
 
-async function eventually(pred: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > end) assert.fail(`${what} not reached within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('fanout/h2 protocol', function () {
   this.timeout(30_000);
+  const suite = rawSuite({ heartbeatMs: 600_000 });
+  const connect = suite.connect;
   let f: TestFanout;
   let port: number;
-  const clients: RawH2Client[] = [];
-  const connect = async (opts?: Parameters<typeof RawH2Client.connect>[1]): Promise<RawH2Client> => {
-    const c = await RawH2Client.connect(port, opts);
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    f = await startTestFanout({ heartbeatMs: 600_000 });
-    port = portOf(f.address);
-  });
-  afterEach(async () => {
-    for (const c of clients.splice(0)) c.destroy();
-    await eventually(() => f.fanout.stats().subscribers === 0, 5000, 'no subscribers left');
-  });
-  after(async () => {
-    await f.close();
+  before(() => {
+    f = suite.f;
+    port = suite.port;
   });
 
   /** The connection is ended with GOAWAY `code` as its last frame, then the socket closes. */
