@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { removeId } from './id-table';
 
 // Drops a record whose key was seen among the last `window` keys. Several ingest workers may watch redundant
 // feeds and publish the same transaction; the signature (the record key) identifies it. Memory is bounded by
@@ -82,22 +83,9 @@ export class RecentKeys {
     return true;
   }
 
-  /** Removes ring position r from the table (backward-shift deletion: no tombstones, probes stay short). */
+  /** Drops ring position r (about to be overwritten) from the table. */
   private unlink(r: number): void {
-    const t = this.table;
-    const mask = this.mask;
     if (this.lens[r] === LONG) this.long.delete(r);
-    let i = this.hashes[r]! & mask;
-    while (t[i] !== r + 1) i = (i + 1) & mask;
-    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
-      const v = t[j]!;
-      if (v === 0) break;
-      const home = this.hashes[v - 1]! & mask;
-      const between = i <= j ? i < home && home <= j : i < home || home <= j;
-      if (between) continue;
-      t[i] = v;
-      i = j;
-    }
-    t[i] = 0;
+    removeId(this.table, this.hashes, r);
   }
 }

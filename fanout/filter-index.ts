@@ -1,5 +1,6 @@
 import { PUBKEY_LEN, type CompiledFilter, type CompiledFilterSet } from './filter';
 import { equal32, hash32, type KeyList32 } from './key32';
+import { removeId } from './id-table';
 
 // Which subscribers does a transaction reach? Walk the transaction's static account keys against an index of
 // every active filter's keys — never each filter against the transaction. The walk goes over the smaller side:
@@ -140,21 +141,7 @@ class Postings {
   private dropKey(k: number): void {
     const d = digest16(this.keyBytes, k * PUBKEY_LEN);
     if (this.digestCount[d]! < 0xffff) this.digestCount[d]!--;
-    const t = this.table;
-    const mask = t.length - 1;
-    let i = this.keyHash[k]! & mask;
-    while (t[i] !== k + 1) i = (i + 1) & mask;
-    // Backward shift: move later members of the probe run into the hole when their home allows it.
-    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
-      const v = t[j]!;
-      if (v === 0) break;
-      const home = this.keyHash[v - 1]! & mask;
-      const between = i <= j ? i < home && home <= j : i < home || home <= j;
-      if (between) continue;
-      t[i] = v;
-      i = j;
-    }
-    t[i] = 0;
+    removeId(this.table, this.keyHash, k);
     this.liveKeys--;
     this.keyFree.push(k);
   }
