@@ -46,12 +46,6 @@ describe('fanout/h2 hostile peers', function () {
   this.timeout(60_000);
   const suite = rawSuite({ heartbeatMs: 1000 });
   const connect = suite.connect;
-  let f: TestFanout;
-  let port: number;
-  before(() => {
-    f = suite.f;
-    port = suite.port;
-  });
 
   it('a header block of exactly 2× 16 KiB is held; one byte more → GOAWAY ENHANCE_YOUR_CALM', async () => {
     const c = await connect();
@@ -89,7 +83,7 @@ describe('fanout/h2 hostile peers', function () {
     const after = process.memoryUsage();
     // Whatever was offered, a connection holds at most 2 × 16 KiB of header block before it is cut off.
     assert.ok(after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers < 32 << 20, `grew ${((after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 1e6).toFixed(1)} MB`);
-    await normalClientWorks(f, 1);
+    await normalClientWorks(suite.f, 1);
   });
 
   it('streams beyond maxOpenStreams are refused (RST_STREAM REFUSED_STREAM); after GOAWAY new streams are refused too', async () => {
@@ -153,19 +147,19 @@ describe('fanout/h2 hostile peers', function () {
     assert.equal(g.code, E.ENHANCE_YOUR_CALM);
     assert.ok(g.lastStreamId >= 2 * MAX_NEW_STREAMS_PER_SEC + 1, `cut off at stream ${g.lastStreamId}`);
     await c.waitClosed();
-    await eventually(() => f.fanout.stats().subscribers === 0, 3000, 'subscriber count back to 0');
+    await eventually(() => suite.f.fanout.stats().subscribers === 0, 3000, 'subscriber count back to 0');
 
     // The same flood in one write: many thousand pairs, cut off at the bound.
     const d = await connect();
     d.write(Buffer.concat(Array.from({ length: 3 * MAX_NEW_STREAMS_PER_SEC }, (_, i) => pair(2 * i + 1))));
     assert.equal((await d.goaway()).code, E.ENHANCE_YOUR_CALM);
     await d.waitClosed();
-    await eventually(() => f.fanout.stats().subscribers === 0, 3000, 'subscriber count back to 0');
-    await normalClientWorks(f, 2);
+    await eventually(() => suite.f.fanout.stats().subscribers === 0, 3000, 'subscriber count back to 0');
+    await normalClientWorks(suite.f, 2);
   });
 
   it('a client that floods PINGs and reads nothing is disconnected; a normal client keeps receiving; memory stays bounded', async () => {
-    const normal = StreamClient.open(f.address);
+    const normal = StreamClient.open(suite.f.address);
     normal.send({ transactions: { k: { accountInclude: [testKey58(3)] } }, pingId: 1 });
     await normal.waitFor((r) => r.pingId === 1);
     const before = process.memoryUsage();
@@ -183,14 +177,14 @@ describe('fanout/h2 hostile peers', function () {
       if (published.length < 5 && sent % (8 * pings.length) === 0) {
         const t = makeTx({ keys: [testKey(3)] });
         published.push(b58(t.signature));
-        await f.publishTx(t);
+        await suite.f.publishTx(t);
       }
       maxRss = Math.max(maxRss, process.memoryUsage().rss);
     }
     await c.waitClosed(5000);
     assert.ok(sent > 1 << 20, `disconnected after only ${sent} bytes of PING`);
     const t = makeTx({ keys: [testKey(3)] });
-    await f.publishTx(t);
+    await suite.f.publishTx(t);
     await normal.waitFor((r) => r.transaction?.signature === b58(t.signature), 5000);
     assert.equal(normal.status, undefined, 'the normal client is still streaming');
     assert.ok(normal.transactions.length >= published.length + 1, `${normal.transactions.length} transactions for ${published.length + 1} published`);
@@ -312,7 +306,7 @@ describe('fanout/h2 hostile peers', function () {
       const probe = Buffer.alloc(8);
       probe.writeUInt32BE(seed, 0);
       probe.write('fz!!', 4, 'latin1');
-      const c = await RawH2Client.connect(port, { opening: Buffer.concat([PREFACE, settingsFrame([]), bytes, ping(probe)]) });
+      const c = await RawH2Client.connect(suite.port, { opening: Buffer.concat([PREFACE, settingsFrame([]), bytes, ping(probe)]) });
       try {
         await c.until(() => c.closed || c.frames.some((x) => x.type === T.PING && (x.flags & F.ACK) !== 0 && x.payload.equals(probe)), 3000, `close or PING ACK (seed ${seed})`);
         return c.closed ? 'closed' : 'pinged';
@@ -338,8 +332,8 @@ describe('fanout/h2 hostile peers', function () {
       assert.equal(counts.closed + counts.pinged, N);
       assert.ok(counts.closed > N / 10 && counts.pinged > N / 10, `outcomes ${JSON.stringify(counts)}`);
       assert.ok(Date.now() - t0 < 30_000, `took ${Date.now() - t0} ms`);
-      await eventually(() => f.fanout.stats().subscribers === 0, 5000, 'every fuzz subscriber gone');
-      await normalClientWorks(f, 4);
+      await eventually(() => suite.f.fanout.stats().subscribers === 0, 5000, 'every fuzz subscriber gone');
+      await normalClientWorks(suite.f, 4);
     });
   });
 });

@@ -3,7 +3,7 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { deserializeSubscribeResponse, serializeSubscribeRequest, subscribePath, type SubscribeRequestInit } from '../../../proto/service';
 import { StreamClient } from '../../support/stream-client';
-import { makeTx, startTestFanout, testKey, testKey58, type TestFanout } from '../support';
+import { makeTx, startTestFanout, testKey, testKey58 } from '../support';
 import { frame, settingsFrame } from './raw-peer';
 import { E, F, grpcMessage, grpcMessages, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
 import { eventually, portOf, rawSuite, sleep } from './support';
@@ -20,18 +20,10 @@ const MAX_REQUEST = 4 << 20; // maxRequestBytes(cfg) in fanout/server.ts for the
 
 const subscribe = (r: SubscribeRequestInit): Buffer => grpcMessage(serializeSubscribeRequest(r));
 
-
-
 describe('fanout/h2 protocol', function () {
   this.timeout(30_000);
   const suite = rawSuite({ heartbeatMs: 600_000 });
   const connect = suite.connect;
-  let f: TestFanout;
-  let port: number;
-  before(() => {
-    f = suite.f;
-    port = suite.port;
-  });
 
   /** The connection is ended with GOAWAY `code` as its last frame, then the socket closes. */
   async function failsWith(c: RawH2Client, code: number): Promise<void> {
@@ -118,7 +110,7 @@ describe('fanout/h2 protocol', function () {
 
   describe('HTTP and gRPC answers', () => {
     async function http2Request(headers: http2.OutgoingHttpHeaders): Promise<{ headers: http2.IncomingHttpHeaders; endStream: boolean; trailers: boolean }> {
-      const session = http2.connect(`http://127.0.0.1:${port}`);
+      const session = http2.connect(`http://127.0.0.1:${suite.port}`);
       session.on('error', () => undefined);
       try {
         const req = session.request(headers, { endStream: true });
@@ -156,7 +148,7 @@ describe('fanout/h2 protocol', function () {
     });
 
     it('grpc-js: a deadline → DEADLINE_EXCEEDED; the server ends the call itself at grpc-timeout', async () => {
-      const gc = StreamClient.open(f.address, { callOptions: { deadline: Date.now() + 300 } });
+      const gc = StreamClient.open(suite.f.address, { callOptions: { deadline: Date.now() + 300 } });
       const s = await gc.waitForEnd(5000);
       assert.equal(s.code, grpc.status.DEADLINE_EXCEEDED);
       // The server's side of it, without a client timer: trailers with grpc-status 4 after ~200 ms.
@@ -167,7 +159,7 @@ describe('fanout/h2 protocol', function () {
       assert.ok(Date.now() - t0 >= 190, `ended after ${Date.now() - t0} ms`);
       assert.equal(c.lastField(1, 'grpc-status'), '4');
       // The subscriber behind the call is gone too, not left writing into a finished stream.
-      await eventually(() => f.fanout.stats().subscribers === 0, 2000, 'the timed-out subscribers gone');
+      await eventually(() => suite.f.fanout.stats().subscribers === 0, 2000, 'the timed-out subscribers gone');
     });
 
     it('a compressed request → 12; over the max size → 8; the max itself is accepted; a malformed body → 13', async () => {
@@ -228,7 +220,7 @@ describe('fanout/h2 protocol', function () {
       const txs = Array.from({ length: 30 }, (_, i) => makeTx({ base: i }));
       try {
         await Promise.all([subscribeAll(slow), subscribeAll(normal)]);
-        await f.publishTx(...txs);
+        await suite.f.publishTx(...txs);
         await normal.until(() => txBodies(normal).length === txs.length, 5000, 'all transactions (normal client)');
         await slow.until(() => txBodies(slow).length === txs.length, 15_000, 'all transactions (100-byte window)');
       } finally {
@@ -248,7 +240,7 @@ describe('fanout/h2 protocol', function () {
       await subscribeAll(c);
       const txs = Array.from({ length: 150 }, (_, i) => makeTx({ base: i }));
       assert.ok(txs.reduce((a, t) => a + t.message.length, 0) > 100_000);
-      await f.publishTx(...txs);
+      await suite.f.publishTx(...txs);
       const received = (): number => c.stream(1).dataFrames.reduce((a, b) => a + b, 0);
       await c.until(() => received() === 65_535, 5000, 'the whole initial connection window');
       await sleep(300);
@@ -265,7 +257,7 @@ describe('fanout/h2 protocol', function () {
       await c.until(() => c.frames.filter((x) => x.type === T.SETTINGS && x.flags === F.ACK).length === 2, 2000, 'the SETTINGS ACK');
       const before = c.dataOf(1).length;
       const txs = Array.from({ length: 20 }, (_, i) => makeTx({ base: i }));
-      await f.publishTx(...txs);
+      await suite.f.publishTx(...txs);
       await sleep(300);
       assert.equal(c.dataOf(1).length, before, 'no DATA in a zero window');
       c.write(settingsFrame([[S.INITIAL_WINDOW_SIZE, 65_535]]));
@@ -277,21 +269,21 @@ describe('fanout/h2 protocol', function () {
   describe('stream lifetime', () => {
     it('RST_STREAM on a subscribed stream ends that subscriber only; closing the socket ends the rest', async () => {
       const c = await connect();
-      const base = f.fanout.stats().subscribers;
+      const base = suite.f.fanout.stats().subscribers;
       for (const id of [1, 3, 5]) {
         c.request(id, PATH);
         c.data(id, subscribe({ transactions: { k: { accountInclude: [testKey58(id)] } }, pingId: id }));
       }
       await c.until(() => [1, 3, 5].every((id) => grpcMessages(c.dataOf(id)).bodies.length >= 1), 5000, 'three ping echoes');
-      assert.equal(f.fanout.stats().subscribers, base + 3);
+      assert.equal(suite.f.fanout.stats().subscribers, base + 3);
       c.write(rstStream(3, E.CANCEL));
-      await eventually(() => f.fanout.stats().subscribers === base + 2, 2000, 'one subscriber fewer');
+      await eventually(() => suite.f.fanout.stats().subscribers === base + 2, 2000, 'one subscriber fewer');
       // The others still receive.
       const t = makeTx({ keys: [testKey(5)] });
-      await f.publishTx(t);
+      await suite.f.publishTx(t);
       await c.until(() => grpcMessages(c.dataOf(5)).bodies.length >= 2, 5000, 'the transaction on stream 5');
       c.destroy();
-      await eventually(() => f.fanout.stats().subscribers === base, 2000, 'no subscribers of the closed socket');
+      await eventually(() => suite.f.fanout.stats().subscribers === base, 2000, 'no subscribers of the closed socket');
     });
 
     it('fanout.close(): open streams get grpc-status 14 and a GOAWAY arrives', async () => {
