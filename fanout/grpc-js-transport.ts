@@ -36,14 +36,6 @@ class GrpcJsSubscribeCall implements SubscribeCall {
         : { write: (framed) => call.write(framed.subarray(GRPC_PREFIX_SZ)), once: (event, listener) => call.once(event, listener) };
   }
 
-  write(framed: Buffer): boolean {
-    return this.framedSink.write(framed);
-  }
-
-  once(event: 'drain', listener: () => void): unknown {
-    return this.framedSink.once(event, listener);
-  }
-
   sendHeaders(): void {
     this.call.sendMetadata(new grpc.Metadata());
   }
@@ -79,17 +71,13 @@ class GrpcJsSubscribeCall implements SubscribeCall {
   }
 }
 
-/** A host as it goes before `:port` (IPv6 in brackets). */
-export function hostForUrl(host: string): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-}
-
 export interface GrpcJsTransport {
   port: number;
   close(graceMs: number): Promise<void>;
 }
 
-export async function startGrpcJsTransport(cfg: FanoutConfig, maxMessageBytes: number, onCall: (c: SubscribeCall) => void): Promise<GrpcJsTransport> {
+/** `bindAddress`: host:port, an IPv6 host in brackets. */
+export async function startGrpcJsTransport(cfg: FanoutConfig, bindAddress: string, maxMessageBytes: number, onCall: (c: SubscribeCall) => void): Promise<GrpcJsTransport> {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': maxMessageBytes,
     // Find peers that vanished without a FIN; heartbeats do the same at the application level.
@@ -99,7 +87,7 @@ export async function startGrpcJsTransport(cfg: FanoutConfig, maxMessageBytes: n
   // Requests are read by request-wire.ts (keys stay bytes until compiled), not by the generated classes.
   addSubscribeService(server, (call: Call) => onCall(new GrpcJsSubscribeCall(call, cfg)), decodeSubscribeUpdate);
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${hostForUrl(cfg.host)}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err === null ? resolve(p) : reject(err)));
+    server.bindAsync(bindAddress, grpc.ServerCredentials.createInsecure(), (err, p) => (err === null ? resolve(p) : reject(err)));
   });
   return {
     port,

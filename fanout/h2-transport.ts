@@ -3,7 +3,7 @@ import type { StreamError } from './errors';
 import { DEFAULT_CONNECTION_LIMITS } from './h2/connection';
 import { H2Error } from './h2/frame';
 import { fanoutMetrics } from './metrics';
-import type { GrpcCall } from './h2/grpc-call';
+import { GrpcCode, type GrpcCall } from './h2/grpc-call';
 import { startGrpcServer, type GrpcServer } from './h2/server';
 import type { SubscribeUpdate } from './request';
 import type { Sink } from './subscriber-queue';
@@ -30,16 +30,8 @@ class H2SubscribeCall implements SubscribeCall {
   ) {
     this.peer = call.peer;
     const t = call.header(TOKEN_HEADER);
-    // HPACK strings are octets (read as latin1); a token is text.
-    this.token = t === undefined || t === '' ? undefined : Buffer.from(t, 'latin1').toString('utf8');
-  }
-
-  write(framed: Buffer): boolean {
-    return this.call.write(framed);
-  }
-
-  once(event: 'drain', listener: () => void): unknown {
-    return this.call.once(event, listener);
+    // HPACK strings are octets (read as latin1); a token is text. authenticate() treats '' as absent.
+    this.token = t === undefined ? undefined : Buffer.from(t, 'latin1').toString('utf8');
   }
 
   sendHeaders(): void {
@@ -47,9 +39,7 @@ class H2SubscribeCall implements SubscribeCall {
   }
 
   sink(): Sink {
-    // After the headers, a GrpcCall's write is its HTTP/2 stream's (which drops writes once the call is over).
-    this.call.sendHeaders();
-    return this.call.stream;
+    return this.call.sink();
   }
 
   end(e?: StreamError): void {
@@ -67,8 +57,7 @@ class H2SubscribeCall implements SubscribeCall {
         u = decodeSubscribeUpdate(m);
       } catch (err) {
         // As grpc-js ends a call whose request does not deserialize.
-        this.call.end({ code: 13, details: `Error deserializing request: ${err instanceof Error ? err.message : String(err)}` });
-        gone();
+        this.call.abort({ code: GrpcCode.INTERNAL, details: `Error deserializing request: ${err instanceof Error ? err.message : String(err)}` });
         return;
       }
       onRequest(u);

@@ -6,7 +6,7 @@ import { STREAM_SERVICE_NAMES, subscribePath } from '../proto/service';
 import type { FanoutConfig } from './config';
 import { framedEncoder, wireEncoder } from './encoder';
 import { Fanout, type FanoutStats, type ResponseEncoder } from './fanout';
-import { hostForUrl, startGrpcJsTransport } from './grpc-js-transport';
+import { startGrpcJsTransport } from './grpc-js-transport';
 import { startH2Transport } from './h2-transport';
 import { recheckCallers, serveSubscribe, type OpenCalls, type SubscribeCall } from './subscribe-call';
 
@@ -39,6 +39,11 @@ function maxRequestBytes(cfg: FanoutConfig): number {
   return Math.max(4 << 20, cfg.maxFilters * (3 * cfg.maxKeysPerList * perKey + cfg.maxFilterNameLen + 16) + 1024);
 }
 
+/** A host as it goes before `:port` (IPv6 in brackets). */
+function hostForUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
 export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRegistry, log: Log, opts: FanoutOptions = {}): Promise<FanoutHandle> {
   // Responses carry their gRPC prefix from the encoder on (framedEncoder): one shared buffer per response.
   const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log);
@@ -50,7 +55,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   const server =
     cfg.transport === 'h2'
       ? await startH2Transport(cfg, STREAM_SERVICE_NAMES.map(subscribePath), maxMessage, onCall)
-      : await startGrpcJsTransport(cfg, maxMessage, onCall);
+      : await startGrpcJsTransport(cfg, `${hostForUrl(cfg.host)}:${cfg.port}`, maxMessage, onCall);
   const port = server.port;
 
   let consumer: Consumer;

@@ -11,7 +11,7 @@ import type { Sink } from './subscriber-queue';
 // h2-transport.ts, or grpc-js, grpc-js-transport.ts): the caller's identity, a sink for framed responses, an
 // end with a registry status, and the requests as they come.
 
-export interface SubscribeCall extends Sink {
+export interface SubscribeCall {
   /** `address:port`, as grpc-js's getPeer() reports it. */
   readonly peer: string;
   /** The x-token header, if any. */
@@ -68,11 +68,8 @@ export function serveSubscribe(call: SubscribeCall, cfg: FanoutConfig, hub: Fano
 
 /** A rental deleted or downgraded takes its open streams with it, with the status a new stream would get. */
 export function recheckCallers(cfg: FanoutConfig, rentals: RentalRegistry, open: OpenCalls): void {
+  // Every way a session ends takes it out of `open` (its port's end, or the client going).
   for (const [session, call] of open) {
-    if (session.isEnded) {
-      open.delete(session);
-      continue;
-    }
     const r = authenticate(cfg.auth, rentals, call.peer, call.token);
     if (!r.ok) session.fail(r.error);
   }

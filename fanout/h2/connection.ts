@@ -163,10 +163,6 @@ export class H2Connection implements Flushable, StreamOwner {
     return this.settingsSeen;
   }
 
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
   /** Bytes written to the socket and not yet taken by the kernel. */
   get backlog(): number {
     return this.socket.writableLength;
@@ -337,7 +333,6 @@ export class H2Connection implements Flushable, StreamOwner {
     if (h.streamId === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
     if (h.length !== RST_STREAM_SZ) return this.fail(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM size');
     if (h.streamId > this.lastStreamId) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
-    void b[start];
     const s = this.streams.get(h.streamId);
     if (s !== undefined) this.forget(s, true);
   }

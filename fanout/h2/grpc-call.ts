@@ -71,8 +71,7 @@ export class GrpcCall {
   private deadline: NodeJS.Timeout | undefined;
 
   constructor(
-    /** The HTTP/2 stream: after sendHeaders() it takes framed responses directly. */
-    readonly stream: H2Stream,
+    private readonly stream: H2Stream,
     private readonly headers: HeaderField[],
     /** The peer as `address:port` (grpc-js's getPeer() form). */
     readonly peer: string,
@@ -96,25 +95,19 @@ export class GrpcCall {
     return undefined;
   }
 
-  get isOver(): boolean {
-    return this.over;
-  }
-
   sendHeaders(): void {
     if (this.headersSent || this.over) return;
     this.headersSent = true;
     this.stream.respond(RESPONSE_HEADERS);
   }
 
-  /** A response message that already carries its gRPC prefix. false: wait for 'drain'. */
-  write(framed: Buffer): boolean {
-    if (this.over) return true;
-    if (!this.headersSent) this.sendHeaders();
-    return this.stream.write(framed);
-  }
-
-  once(event: 'drain', listener: () => void): unknown {
-    return this.stream.once(event, listener);
+  /**
+   * Where responses go: the HTTP/2 stream itself, once the headers are on their way. It takes messages that already
+   * carry their gRPC prefix, write() false meaning wait for 'drain', and drops them once the call is over.
+   */
+  sink(): H2Stream {
+    this.sendHeaders();
+    return this.stream;
   }
 
   /** Ends the call with a status (OK when absent), after everything written. */
@@ -139,7 +132,7 @@ export class GrpcCall {
    * Ends the call on its own account (deadline, a request it cannot read). The application is told as by a
    * cancel (onGone): it would otherwise keep a subscriber writing into a call that is over.
    */
-  private abort(status: GrpcStatus): void {
+  abort(status: GrpcStatus): void {
     if (this.over) return;
     const gone = this.onGone;
     this.end(status);

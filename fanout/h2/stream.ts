@@ -64,10 +64,6 @@ export class H2Stream {
     this.window = initialWindow;
   }
 
-  get writable(): boolean {
-    return this.state === StreamState.Open;
-  }
-
   /** Response headers (no END_STREAM). */
   respond(fields: ReadonlyArray<readonly [string, string]>): void {
     if (this.state !== StreamState.Open) return;
