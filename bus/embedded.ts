@@ -3,8 +3,8 @@ import { Cursor, type CursorHooks } from './embedded-cursor';
 import { Group, type Member } from './embedded-group';
 import { PartitionLog, type LogLimits } from './embedded-log';
 import { partitionForKey } from './murmur2';
-import { metrics } from '../infra/metrics';
-import { rootLogger, type Log } from '../infra/log';
+import { metrics } from '../infra/base/metrics';
+import { rootLogger, type Log } from '../infra/base/log';
 
 // The in-process bus for single-machine runs. It keeps the Kafka contract the components rely on:
 //   - keyed records go to partitionForKey(key) (Kafka's murmur2 default partitioner), null keys round-robin;

@@ -12,7 +12,7 @@ import {
   type logCreator,
 } from 'kafkajs';
 import type { Bus, BusMessage, ConsumeOptions, Consumer, ProduceRecord, TopicSpec } from './bus';
-import { rootLogger, type Log } from '../infra/log';
+import { rootLogger, type Log } from '../infra/base/log';
 
 // The Bus on Apache Kafka through kafkajs.
 //   produce: one producer.send per call, acks from all in-sync replicas, no client-side batching delay.

@@ -2,13 +2,16 @@ import type { Bus } from './bus';
 import { EmbeddedBus } from './embedded';
 import { KafkaBus } from './kafka';
 import { TOPIC, defaultTopicSpecs } from './topics';
-import type { BusConfig } from '../infra/config';
+import type { BusConfig } from './config';
+import type { Log } from '../infra/base/log';
 
 // The one place that knows which Bus implementation runs (DESIGN.md: nothing but bus/ knows).
 
 export interface OpenBusOptions {
   /** Kafka only: the idempotent producer, for a bus that carries usage.events (see UsageProducer). */
   idempotent?: boolean;
+  /** Kafka only: where the client's own log lines go (default the process logger). */
+  log?: Log;
 }
 
 // On one machine the stream and usage topics are read live; what they retain only serves late readers, so keep it
@@ -24,7 +27,7 @@ const EMBEDDED_STREAM_LIMITS = {
 
 export async function openBus(cfg: BusConfig, opts: OpenBusOptions = {}): Promise<Bus> {
   const bus: Bus =
-    cfg.kind === 'kafka' ? new KafkaBus({ brokers: cfg.brokers, clientId: cfg.clientId, idempotent: opts.idempotent ?? false }) : new EmbeddedBus({ topicLimits: EMBEDDED_STREAM_LIMITS });
+    cfg.kind === 'kafka' ? new KafkaBus({ brokers: cfg.brokers, clientId: cfg.clientId, idempotent: opts.idempotent ?? false, ...(opts.log === undefined ? {} : { log: opts.log }) }) : new EmbeddedBus({ topicLimits: EMBEDDED_STREAM_LIMITS });
   if (cfg.createTopics) {
     try {
       await bus.createTopics(defaultTopicSpecs({ stream: cfg.streamPartitions }));

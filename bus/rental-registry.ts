@@ -3,7 +3,7 @@ import type { Bus, BusMessage, Consumer } from './bus';
 import { applyLatest } from './compacted';
 import { TOPIC } from './topics';
 import { decodeRental, parseRental, type Rental } from './topics/rentals';
-import { registerSecret, type Log } from '../infra/log';
+import { registerSecret, type Log } from '../infra/base/log';
 
 // Who is calling? Every surface answers it through this interface: by egress IP (streaming, standard RPC, EVM),
 // by x-token (token-authenticated streaming), by API key (submission), by dedicated path (dedicated RPC).

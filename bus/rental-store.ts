@@ -2,7 +2,7 @@ import type { Bus } from './bus';
 import { projectRentals } from './rental-registry';
 import { TOPIC } from './topics';
 import { encodeRental, rentalTombstone, type Rental } from './topics/rentals';
-import type { Log } from '../infra/log';
+import type { Log } from '../infra/base/log';
 
 // Writing and reading rentals as events: one record per rental on the compacted `rentals` topic, a tombstone
 // removes it. Every surface's projection follows the topic, so a write here is live everywhere it is read.

@@ -1,8 +1,8 @@
 import type { Bus, ProduceRecord } from './bus';
 import { TOPIC } from './topics';
 import { encodeUsageEvent, type UsageEvent } from './topics/usage-events';
-import { metrics as defaultRegistry, type Counter, type Gauge, type Registry } from '../infra/metrics';
-import { rootLogger, type Log } from '../infra/log';
+import { metrics as defaultRegistry, type Counter, type Gauge, type Registry } from '../infra/base/metrics';
+import { rootLogger, type Log } from '../infra/base/log';
 
 // Meters requests without ever slowing or failing them. emit() appends to a bounded FIFO and returns; one
 // loop produces from its head in batches and, while the bus refuses (broker down), retries the same batch

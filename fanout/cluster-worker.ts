@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { metrics } from '../infra/metrics';
+import { metrics } from '../infra/base/metrics';
 import type { FromWorker, ToWorker } from './cluster';
 import type { FanoutHandle } from './server';
 

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { FamilyLines } from '../infra/metrics';
-import type { Log } from '../infra/log';
+import type { FamilyLines } from '../infra/base/metrics';
+import type { Log } from '../infra/base/log';
 import type { FanoutStats } from './fanout';
 
 // The primary side of fanout.workers > 1: N processes (node:cluster) serve Subscribe streams on one listen port.

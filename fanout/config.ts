@@ -1,6 +1,6 @@
 import { TOPIC } from '../bus/topics';
 import os from 'node:os';
-import { ConfigError, bool, hostPort, int, oneOf, section, str, type Raw } from '../infra/config-read';
+import { ConfigError, bool, hostPort, int, oneOf, section, str, type Raw } from '../infra/base/config-read';
 import { MAX_FILTERS_PER_SET } from './filter';
 
 export interface FanoutConfig {

@@ -4,7 +4,7 @@ import { decodeTxRecord } from '../bus/topics/stream-transactions';
 import type { Rental } from '../bus/topics/rentals';
 import type { UsageSink } from '../bus/usage-producer';
 import { StreamUsage } from './stream-usage';
-import type { Log } from '../infra/log';
+import type { Log } from '../infra/base/log';
 import type { FanoutConfig } from './config';
 import { RecentKeys } from './dedupe';
 import { streamError, type StreamError } from './errors';

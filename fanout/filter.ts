@@ -2,7 +2,7 @@ import bs58 from 'bs58';
 import { streamError, type ListKind, type StreamError } from './errors';
 import { KeyList32, equal32, hash32 } from './key32';
 import { decode58Into } from './pubkey58';
-import type { WireKeys } from './request-wire';
+import type { WireKeys } from './wire-keys';
 
 // Compile a request's filter map once, at subscribe time (STYLE habit 8): validate every limit and key here,
 // so matching never meets a bad key and never re-parses base58. A compiled list is its keys' 32 raw bytes each

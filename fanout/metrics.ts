@@ -1,4 +1,4 @@
-import { metrics, type Counter } from '../infra/metrics';
+import { metrics, type Counter } from '../infra/base/metrics';
 import type { EndReason } from './session';
 
 // The fanout's series in the process-wide registry. Registered once per process (the registry would add a

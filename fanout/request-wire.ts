@@ -3,6 +3,7 @@ import { isAscii, isUtf8 } from 'node:buffer';
 import { WireError } from '../proto/wire';
 import type { FilterSpec } from './filter';
 import type { SubscribeUpdate } from './request';
+import { WireKeys } from './wire-keys';
 
 // SubscribeRequest bytes → SubscribeUpdate, for the server, without google-protobuf: a full-size filter map
 // (48,000 keys, 2.2 MB) would otherwise become 48,000 JS strings and a tree of generated objects per update,
@@ -22,21 +23,6 @@ const WT_VARINT = 0;
 const WT_I64 = 1;
 const WT_LEN = 2;
 const WT_I32 = 5;
-
-/** The keys of one list: base58 text at bytes[offs[2i] .. offs[2i+1]). */
-export class WireKeys {
-  constructor(
-    readonly bytes: Buffer,
-    readonly offs: Int32Array,
-  ) {}
-  get length(): number {
-    return this.offs.length >>> 1;
-  }
-  /** Key i as text (for error messages). */
-  text(i: number): string {
-    return this.bytes.toString('utf8', this.offs[2 * i], this.offs[2 * i + 1]);
-  }
-}
 
 // Offsets are gathered in scratch arrays (one per list, reused: a filter is read start to end before the next)
 // and copied out at their exact size: growing a JS array by push made ~5 MB of garbage per full-size map.

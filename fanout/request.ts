@@ -1,7 +1,8 @@
 import type { FilterSpec } from './filter';
 
-// A SubscribeRequest as the session reads it: plain data, whatever decoded it. The protobuf adapter lives in
-// request-adapter.ts so sessions and their tests do not depend on generated code.
+// A SubscribeRequest as the session reads it: plain data, whatever decoded it (the server: request-wire.ts from
+// the bytes; tests: test/support/request-adapter.ts from generated objects), so sessions do not depend on
+// generated code.
 
 export interface SubscribeUpdate {
   /** The `transactions` map in wire order. Empty = "no change" (a map has no presence, so absent looks the same). */

@@ -1,7 +1,7 @@
 import type { Bus, Consumer } from '../bus/bus';
 import type { RentalRegistry } from '../bus/rental-registry';
 import type { UsageSink } from '../bus/usage-producer';
-import type { Log } from '../infra/log';
+import type { Log } from '../infra/base/log';
 import { STREAM_SERVICE_NAMES, subscribePath } from '../proto/service';
 import type { FanoutConfig } from './config';
 import { framedEncoder, wireEncoder } from './encoder';

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-import { HelpRequested, UsageError, groupHelpText } from './args';
-import { ConfigError } from './config-read';
-import { ListenError, describeListenError } from './listen-error';
+import { HelpRequested, UsageError, groupHelpText } from './base/args';
+import { ConfigError } from './base/config-read';
+import { ListenError, describeListenError } from './base/listen-error';
 
 // `meridian <command> ...`. Each command is a module exporting `run(argv) → exit code`, loaded on demand so
-// `meridian decode` does not pay for gRPC and Kafka clients. Commands declare their options (infra/args.ts
+// `meridian decode` does not pay for gRPC and Kafka clients. Commands declare their options (infra/base/args.ts
 // CommandSpec) and parse with parseCommand; this dispatcher turns what they throw into one line and an exit code:
 //   help → stdout, 0 · UsageError → stderr with a hint to --help, 2 · ConfigError → stderr, 2 · a socket that cannot
 //   listen, a file that cannot be opened → stderr, 1 · anything else is a bug → stack trace, 1.
@@ -22,7 +22,7 @@ const COMMANDS: Record<string, Command> = {
   subscribe: { summary: 'print a v1 transaction stream', load: async () => import('../fanout/cli/subscribe') },
   rentals: { summary: 'write and read rentals, events on the rentals topic (put | get | list | delete)', load: async () => import('./commands/rentals') },
   billing: { summary: 'billing jobs on usage.events (run | report)', load: async () => import('./commands/billing') },
-  kafka: { summary: 'a local Kafka broker (jars | start)', load: async () => import('./kafka/cli') },
+  kafka: { summary: 'a local Kafka broker (jars | start)', load: async () => import('./local/kafka/cli') },
 };
 
 function usage(): string {

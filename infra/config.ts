@@ -1,11 +1,12 @@
 import fs from 'node:fs';
-import { ConfigError, bool, hostPort, int, oneOf, section, str, strList, type Raw } from './config-read';
+import { ConfigError, bool, hostPort, oneOf, section, type Raw } from './base/config-read';
+import { parseBusConfig, type BusConfig } from '../bus/config';
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
-import { parseDemoConfig, type DemoConfig } from './demo/config';
-import { parseLocalChainConfig, type LocalChainConfig } from './localchain';
-import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingConfig } from './ops-config';
-import { parseRentalsConfig, type RentalsConfig } from './rentals-source';
+import { parseDemoConfig, type DemoConfig } from './local/demo/config';
+import { parseLocalChainConfig, type LocalChainConfig } from './local/chain';
+import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingConfig } from './ops/config';
+import { parseRentalsConfig, type RentalsConfig } from '../bus/rentals-source';
 import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
 import { parseEvmConfig, type EvmGatewayConfig } from '../gateways/evm/config';
 import { parseSubmitConfig, type SubmitConfig } from '../gateways/submit/config';
@@ -16,15 +17,6 @@ import { parseQuicConfig, type QuicConfig } from '../gateways/submit/quic/config
 // Environment: MERIDIAN__<SECTION>__<KEY>[__<KEY>...]=value sets that path (values stay strings and are
 // coerced by the validators; a value starting with [ or { is parsed as JSON). Conveniences that operators
 // expect: KAFKA_BROKERS (switches the bus to Kafka), SOLANA_RPC_URL (leader schedule source), LOG_LEVEL.
-
-export interface BusConfig {
-  kind: 'embedded' | 'kafka';
-  brokers: string[];
-  clientId: string;
-  /** Create missing topics at start (dev and single-machine runs); production clusters usually pre-create. */
-  createTopics: boolean;
-  streamPartitions: number;
-}
 
 export interface MetricsConfig {
   enabled: boolean;
@@ -48,20 +40,6 @@ export interface Config {
   gateways: { rpc: RpcGatewayConfig; evm: EvmGatewayConfig; submit: SubmitConfig; submitQuic: QuicConfig };
 }
 
-function parseBus(raw: unknown): BusConfig {
-  const o = section(raw, 'bus');
-  const brokers = strList(o, 'brokers', 'bus', []);
-  const kind = oneOf(o, 'kind', 'bus', ['embedded', 'kafka'] as const, brokers.length > 0 ? 'kafka' : 'embedded');
-  if (kind === 'kafka' && brokers.length === 0) throw new ConfigError('bus.brokers: required when bus.kind is kafka (or set KAFKA_BROKERS)');
-  return {
-    kind,
-    brokers,
-    clientId: str(o, 'clientId', 'bus', 'meridian'),
-    createTopics: bool(o, 'createTopics', 'bus', true),
-    streamPartitions: int(o, 'streamPartitions', 'bus', 1, 1, 1024),
-  };
-}
-
 function parseMetrics(raw: unknown): MetricsConfig {
   const o = section(raw, 'metrics');
   const hp = hostPort(o, 'listen', 'metrics', '127.0.0.1:9464');
@@ -79,7 +57,7 @@ export function parseConfig(raw: unknown): Config {
   if (fanout.auth.mode !== 'none' && rentals.file === undefined && !rentals.fromBus) {
     throw new ConfigError(`fanout.auth.mode ${fanout.auth.mode} needs rentals: set rentals.file or rentals.fromBus`);
   }
-  const bus = parseBus(o.bus);
+  const bus = parseBusConfig(o.bus);
   // Each fanout worker reads the bus itself; an embedded bus is inside this one process.
   if (bus.kind === 'embedded' && fanout.workers > 1) {
     throw new ConfigError(`fanout.workers ${fanout.workers} needs the Kafka bus (bus.kind kafka or KAFKA_BROKERS): each worker process reads the bus itself, and the embedded bus lives inside one process`);
@@ -170,4 +148,4 @@ export function loadConfig(file: string | undefined, env: NodeJS.ProcessEnv = pr
   return parseConfig(applyEnv(raw, env));
 }
 
-export { ConfigError };
+export { ConfigError, type BusConfig };

@@ -4,8 +4,8 @@ import { UsageProducer } from '../bus/usage-producer';
 import { serveFanoutWorker, type WorkerRunning, type WorkerStart } from '../fanout/cluster-worker';
 import { startFanout } from '../fanout/server';
 import type { Config } from './config';
-import { createLogger, setRootLogger } from './log';
-import { openRentals, type OpenedRentals } from './rentals-source';
+import { createLogger, setRootLogger } from './base/log';
+import { openRentals, type OpenedRentals } from '../bus/rentals-source';
 
 // The entry script of one fanout worker process (fanout.workers > 1; the launcher starts them through
 // fanout/cluster.ts). A worker is a small composition root of its own: its own bus connection and independent

@@ -1,4 +1,4 @@
-import { ConfigError, hostPort, int, oneOf, optStr, section } from '../infra/config-read';
+import { ConfigError, hostPort, int, oneOf, optStr, section } from '../infra/base/config-read';
 
 export type LeaderSource =
   | { mode: 'off' }

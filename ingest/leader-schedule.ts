@@ -1,6 +1,6 @@
 import bs58 from 'bs58';
 import type { LeaderSource } from './config';
-import type { Log } from '../infra/log';
+import type { Log } from '../infra/base/log';
 import { fixedLeader, NO_LEADER_CHECK, type LeaderKeys } from './shred/leader-keys';
 
 // Slot → leader key for the FEC resolver's signature check, from the configured source:

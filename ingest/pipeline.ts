@@ -1,13 +1,13 @@
-import { Counter, type Registry } from '../infra/metrics';
-import type { Log } from '../infra/log';
+import { Counter, type Registry } from '../infra/base/metrics';
+import type { Log } from '../infra/base/log';
 import { decodeEntryBatch, ENTRY_REASONS, type BatchDecode, type Entry, type EntryReason } from './entry/entries';
 import { BatchReassembler, type EntryBatch } from './entry/reassembler';
 import { PARSE_REJECTS, type DropReason } from './shred/drop-reasons';
 import { FecResolver } from './shred/fec-resolver';
 import { VARIANT_OFF } from './shred/layout';
 import type { LeaderKeys } from './shred/leader-keys';
-import type { DecodedTxn } from './txn/decode';
-import { TXN_REASON_CODES, type TxnReason } from './txn/reasons';
+import type { DecodedTxn } from '../proto/txn/decode';
+import { TXN_REASON_CODES, type TxnReason } from '../proto/txn/reasons';
 
 // The packet pipeline, with no I/O: push(packet) → parse + FEC resolver (dedupe, proof, leader signature,
 // Reed–Solomon) → batch reassembly → entry decode → sink. The sink publishes (publish-sink.ts) or collects

@@ -1,5 +1,5 @@
 import type { Bus, ProduceRecord } from '../bus/bus';
-import type { Log } from '../infra/log';
+import type { Log } from '../infra/base/log';
 
 // The publish side of ingest: a bounded FIFO of produce calls drained by one loop, one bus.produce per item
 // (an item = one entry batch's transactions, or one slot record). One produce in flight keeps publish order

@@ -1,6 +1,6 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
-import type { Log } from '../infra/log';
+import type { Log } from '../infra/base/log';
 
 // The socket side of ingest. Each datagram is stamped on arrival and queued; a drain step hands up to
 // DRAIN_SLICE packets to the pipeline per event-loop turn, so produce acknowledgements and timers keep

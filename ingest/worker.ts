@@ -1,7 +1,7 @@
 import type { Bus } from '../bus/bus';
-import { asListenError } from '../infra/config-read';
-import { metrics, type Gauge, type Histogram, type Registry } from '../infra/metrics';
-import type { Log } from '../infra/log';
+import { asListenError } from '../infra/base/config-read';
+import { metrics, type Gauge, type Histogram, type Registry } from '../infra/base/metrics';
+import type { Log } from '../infra/base/log';
 import type { IngestConfig } from './config';
 import { leaderKeysFor, type RpcCall } from './leader-schedule';
 import { Pipeline, type PipelineStats } from './pipeline';

@@ -11,7 +11,7 @@
 // x-token metadata and never printed.
 import * as grpc from '@grpc/grpc-js';
 import bs58 from 'bs58';
-import { UsageError, noPositionals, parseCommand, type CommandSpec } from '../../infra/args';
+import { UsageError, noPositionals, parseCommand, type CommandSpec } from '../../infra/base/args';
 import type { SubscribeResponse } from '../../proto/gen/arpc_pb';
 import { SERVICE_CHOICES, openSubscribeStream, type ServiceChoice, type SubscribeRequestInit } from '../../proto/service';
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Log } from '../../infra/log';
+import type { Log } from '../../infra/base/log';
 import { errorJson, type CoreErrorKind, type ErrorTable } from './errors';
 import { batchReplyLength, isJsonContentType, looksLikeJsonObject, parseRequest, type RpcCall } from './jsonrpc';
 import { clientIp, pathOf, type TrustedProxies } from './client-ip';

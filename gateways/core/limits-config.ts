@@ -1,4 +1,4 @@
-import { int, section } from '../../infra/config-read';
+import { int, section } from '../../infra/base/config-read';
 
 // The proxy core's limits as a config section (`<surface>.limits`): every surface built on the core reads them
 // the same way and hands them to startProxy as they are. Only the body limit's default differs by surface.

@@ -1,4 +1,4 @@
-import type { Counter, Gauge, Registry } from '../../infra/metrics';
+import type { Counter, Gauge, Registry } from '../../infra/base/metrics';
 
 // Counters of one proxy surface. Registered once per surface (labels fixed), incremented on the hot path.
 

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Log } from '../../infra/log';
-import { metrics as defaultRegistry, type Registry } from '../../infra/metrics';
+import type { Log } from '../../infra/base/log';
+import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
 import { errorJson, type ErrorTable } from './errors';
 import { trustedProxies } from './client-ip';
 import { httpProxy } from './http-proxy';

@@ -1,5 +1,5 @@
-import type { Log } from '../../infra/log';
-import { metrics as defaultRegistry, type Gauge, type Registry } from '../../infra/metrics';
+import type { Log } from '../../infra/base/log';
+import { metrics as defaultRegistry, type Gauge, type Registry } from '../../infra/base/metrics';
 import { Upstream, type PostFailure, type UpstreamEndpoint, type UpstreamOptions } from './upstream';
 
 // The upstream nodes of one surface, with health:

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
-import type { Log } from '../../infra/log';
+import type { Log } from '../../infra/base/log';
 import { errorJson, type CoreErrorKind, type ErrorTable } from './errors';
 import { parseRequest, type RpcCall } from './jsonrpc';
 import { clientIp, pathOf, type TrustedProxies } from './client-ip';

@@ -1,4 +1,4 @@
-import { ConfigError, bool, hostPort, int, oneOf, section, strList, type Raw } from '../../infra/config-read';
+import { ConfigError, bool, hostPort, int, oneOf, section, strList, type Raw } from '../../infra/base/config-read';
 import { parseProxyLimits, type ProxyLimitsConfig } from '../core/limits-config';
 import type { UpstreamEndpoint } from '../core';
 

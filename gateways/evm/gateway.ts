@@ -1,7 +1,7 @@
 import type { RentalRegistry } from '../../bus/rental-registry';
 import type { UsageProducer } from '../../bus/usage-producer';
-import type { Log } from '../../infra/log';
-import type { Registry } from '../../infra/metrics';
+import type { Log } from '../../infra/base/log';
+import type { Registry } from '../../infra/base/metrics';
 import { startProxy, unmetered, usageEvents, UpstreamPool, type RunningProxy, type UpstreamEndpoint } from '../core';
 import { evmAuth, type EvmCaller } from './auth';
 import type { EvmChainConfig, EvmGatewayConfig } from './config';

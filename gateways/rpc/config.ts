@@ -1,4 +1,4 @@
-import { ConfigError, bool, hostPort, int, section, str, strList, type Raw } from '../../infra/config-read';
+import { ConfigError, bool, hostPort, int, section, str, strList, type Raw } from '../../infra/base/config-read';
 import { parseProxyLimits, type ProxyLimitsConfig } from '../core/limits-config';
 import { DEFAULT_NEVER_RETRY, DEFAULT_SCAN_METHODS, DEFAULT_TPS_METHODS, DEFAULT_WEIGHT, DEFAULT_WEIGHTS } from './methods';
 

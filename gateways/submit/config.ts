@@ -1,4 +1,4 @@
-import { ConfigError, bool, hostPort, int, optStr, section, str, strList } from '../../infra/config-read';
+import { ConfigError, bool, hostPort, int, optStr, section, str, strList } from '../../infra/base/config-read';
 import { TOPIC } from '../../bus/topics';
 
 // Section `gateways.submit`. Every limit of the service is here, with the contract's values as defaults

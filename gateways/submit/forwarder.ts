@@ -1,5 +1,5 @@
 import { Pool } from 'undici';
-import type { Log } from '../../infra/log';
+import type { Log } from '../../infra/base/log';
 import type { SubmitMetrics } from './metrics';
 
 // Forwarding behind one small seam. The contract: the service answers once the forward is dispatched, and

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Log } from '../../infra/log';
+import type { Log } from '../../infra/base/log';
 import { readBody } from './http-body';
 import { serveFast, type FastAnswer } from './http1-fast';
 import type { FastRoute } from './http1-head';

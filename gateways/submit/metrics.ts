@@ -1,4 +1,4 @@
-import { metrics as defaultRegistry, type Counter, type Registry } from '../../infra/metrics';
+import { metrics as defaultRegistry, type Counter, type Registry } from '../../infra/base/metrics';
 import { REJECT_REASONS, type RejectReason } from './rejections';
 
 // Every submission is counted once, by transport and result (accepted, duplicate = suppressed after delivery,

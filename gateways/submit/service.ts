@@ -1,7 +1,7 @@
 import type { Bus } from '../../bus/bus';
 import type { RentalRegistry } from '../../bus/rental-registry';
-import type { Log } from '../../infra/log';
-import { metrics as defaultRegistry, type Registry } from '../../infra/metrics';
+import type { Log } from '../../infra/base/log';
+import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
 import type { SubmitConfig } from './config';
 import { followDeliveries } from './delivered-feed';
 import { RpcForwarder, type Forwarder } from './forwarder';

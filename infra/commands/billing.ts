@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { KafkaBus } from '../../bus/kafka';
+import { openBus } from '../../bus/open';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
-import { groupHelpText, noPositionals, parseCommand, subcommand, UsageError, type CommandSpec } from '../args';
-import { createLogger, setRootLogger } from '../log';
-import { startBillingJob, type BillingJob } from '../billing/job';
-import { showProgress } from '../billing/progress';
-import { buildReport, formatReport, toCsv } from '../billing/report';
-import { loadAllLedgers } from '../billing/store';
+import { groupHelpText, noPositionals, parseCommand, subcommand, UsageError, type CommandSpec } from '../base/args';
+import { createLogger, setRootLogger } from '../base/log';
+import { startBillingJob, type BillingJob } from '../ops/billing/job';
+import { showProgress } from '../ops/billing/progress';
+import { buildReport, formatReport, toCsv } from '../ops/billing/report';
+import { loadAllLedgers } from '../ops/billing/store';
 
 // `meridian billing run --group NAME --out DIR`: a billing job on usage.events (Kafka), until SIGINT/SIGTERM.
 // `meridian billing report --out DIR [--json|--csv]`: the totals of a billing directory.
@@ -76,7 +76,7 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
-  const bus = new KafkaBus({ brokers, clientId: `meridian-billing-${group}`, log });
+  const bus = await openBus({ kind: 'kafka', brokers, clientId: `meridian-billing-${group}`, createTopics: false, streamPartitions: 1 }, { log });
   // A job started while the cluster is down (or restarting) waits for it rather than exiting.
   let job: BillingJob | undefined;
   for (let delay = 500; job === undefined; delay = Math.min(delay * 2, 10_000)) {

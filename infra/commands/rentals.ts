@@ -1,14 +1,14 @@
 import fs from 'node:fs';
 import YAML from 'yaml';
 import type { Bus } from '../../bus/bus';
-import { KafkaBus } from '../../bus/kafka';
+import { openBus } from '../../bus/open';
 import { checkRental, DEFAULT_REGIONS } from '../../bus/rental-check';
 import { deleteRental, putRental, readRentals } from '../../bus/rental-store';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { parseRental, type Rental } from '../../bus/topics/rentals';
-import { groupHelpText, parseCommand, positionals, subcommand, UsageError, type CommandSpec, type OptionSpec, type ParsedArgs } from '../args';
-import { createLogger } from '../log';
-import { adminClient, DEFAULT_ENDPOINTS_FILE, type RentalTarget } from '../admin/client';
+import { groupHelpText, parseCommand, positionals, subcommand, UsageError, type CommandSpec, type OptionSpec, type ParsedArgs } from '../base/args';
+import { createLogger } from '../base/log';
+import { adminClient, DEFAULT_ENDPOINTS_FILE, type RentalTarget } from '../ops/admin/client';
 
 // `meridian rentals put|get|list|delete`: rentals are events on the compacted `rentals` topic. With Kafka
 // (KAFKA_BROKERS or --brokers) this writes the topic directly; otherwise it goes through the running
@@ -121,7 +121,7 @@ export function formatTable(rentals: Rental[]): string {
 async function kafkaTarget(brokers: string[]): Promise<RentalTarget & { close(): Promise<void> }> {
   // The CLI's output is its answer; the Kafka client's chatter goes to stderr, errors only.
   const log = createLogger({ level: process.env.LOG_LEVEL ?? 'error', destination: process.stderr });
-  const bus: Bus = new KafkaBus({ brokers, clientId: 'meridian-rentals-cli', log });
+  const bus: Bus = await openBus({ kind: 'kafka', brokers, clientId: 'meridian-rentals-cli', createTopics: false, streamPartitions: 1 }, { log });
   await bus.createTopics(defaultTopicSpecs().filter((s) => s.name === TOPIC.rentals));
   return {
     list: () => readRentals(bus, log),

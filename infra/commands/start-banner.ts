@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { hostPortOf, type Endpoints } from '../endpoints';
+import { hostPortOf, type Endpoints } from '../base/endpoints';
 
 // What `meridian start` prints once everything listens: every address a user needs in one place, as HOST:PORT
 // (URLs stay in the endpoints file; the logging rule keeps them out of output), and a subscribe command that

@@ -1,4 +1,4 @@
-import type { CommandSpec } from '../args';
+import type { CommandSpec } from '../base/args';
 
 // `meridian start`'s options, apart from start.ts so the command's body and its declaration change separately.
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import { outputFileOption, parseCommand, noPositionals } from '../args';
+import { outputFileOption, parseCommand, noPositionals } from '../base/args';
 import { loadConfig } from '../config';
-import { DEFAULT_ENDPOINTS_FILE, writeEndpointsFile } from '../endpoints';
-import { createLogger, setRootLogger } from '../log';
+import { DEFAULT_ENDPOINTS_FILE, writeEndpointsFile } from '../base/endpoints';
+import { createLogger, setRootLogger } from '../base/log';
 import { launch } from '../launcher';
 import { START_SPEC } from './start-options';
 import { startBanner } from './start-banner';

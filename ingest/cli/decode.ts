@@ -1,4 +1,4 @@
-import { numberOption, parseCommand, UsageError, type CommandSpec } from '../../infra/args';
+import { numberOption, parseCommand, UsageError, type CommandSpec } from '../../infra/base/args';
 import { CAPTURE_FORMATS, type CaptureFormat } from '../capture';
 import { Pipeline, type PipelineStats } from '../pipeline';
 import { fixedLeader, type LeaderKeys } from '../shred/leader-keys';

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { choiceOption, positionals, type OptionSpec, type ParsedArgs } from '../../infra/args';
+import { choiceOption, positionals, type OptionSpec, type ParsedArgs } from '../../infra/base/args';
 import { CAPTURE_FORMATS, CaptureError, NotACaptureError, readCapture, type Capture, type CaptureFormat } from '../capture';
 
 // Option declarations and values shared by the ingest commands (decode, replay, record).

@@ -2,8 +2,8 @@ import dgram from 'node:dgram';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { hostPortOption, noPositionals, numberOption, outputFileOption, parseCommand, UsageError, type CommandSpec } from '../../infra/args';
-import { asListenError } from '../../infra/config-read';
+import { hostPortOption, noPositionals, numberOption, outputFileOption, parseCommand, UsageError, type CommandSpec } from '../../infra/base/args';
+import { asListenError } from '../../infra/base/config-read';
 import { writePcap, writeU64lp } from '../capture';
 import { formatFlag, formatOptionSpec } from './flags';
 

@@ -1,7 +1,7 @@
 import dgram from 'node:dgram';
 import dns from 'node:dns/promises';
 import net from 'node:net';
-import { hostPortOption, numberOption, parseCommand, UsageError, type CommandSpec } from '../../infra/args';
+import { hostPortOption, numberOption, parseCommand, UsageError, type CommandSpec } from '../../infra/base/args';
 import { CAPTURE_FORMATS } from '../capture';
 import { formatFlag, formatOptionSpec, onePositional, loadCapture } from './flags';
 

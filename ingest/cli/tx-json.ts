@@ -1,5 +1,5 @@
 import bs58 from 'bs58';
-import type { DecodedTxn } from '../txn/decode';
+import type { DecodedTxn } from '../../proto/txn/decode';
 
 // One decoded transaction as a JSON object (meridian decode's output line). Keys, hashes and signatures in
 // base58; programIds per instruction, in instruction order (so duplicates repeat).

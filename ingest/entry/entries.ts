@@ -1,5 +1,5 @@
-import { readTransaction, type DecodedTxn } from '../txn/decode';
-import type { TxnReason } from '../txn/reasons';
+import { readTransaction, type DecodedTxn } from '../../proto/txn/decode';
+import type { TxnReason } from '../../proto/txn/reasons';
 
 // An entry batch is bincode Vec<Entry> (spec/shreds.md §3):
 //

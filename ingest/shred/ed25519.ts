@@ -3,7 +3,7 @@
 // and public KeyObjects are cached: building one costs more than half a verification.
 
 import crypto from 'node:crypto';
-import { keypairFromSeed } from '../../infra/keys';
+import { keypairFromSeed } from '../../infra/base/keypair';
 
 const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 const ED25519_KEY_SZ = 32;

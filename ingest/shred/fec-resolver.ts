@@ -24,7 +24,7 @@
 // Buffers: the resolver keeps references to accepted packets until their set completes or is evicted, and
 // the CompletedFecSet's payloads are views into them. Callers must not reuse a packet's memory.
 
-import type { Registry } from '../../infra/metrics';
+import type { Registry } from '../../infra/base/metrics';
 import type { CompletedFecSet } from '../fec-set';
 import { DROP_REASONS, type DropReason } from './drop-reasons';
 import { completeSet } from './complete-set';

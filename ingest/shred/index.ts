@@ -6,4 +6,3 @@ export { DROP_REASONS, PARSE_REJECTS, RESOLVE_REJECTS, type DropReason, type Par
 export { NO_LEADER_CHECK, fixedLeader, type LeaderKeys } from './leader-keys';
 export { publicKeyFromSeed, signerFromSeed, verifyEd25519 } from './ed25519';
 export { shredBatch, shredEntries, planSets, type ShredBatch, type ShredOptions } from './shredder';
-export { makeSyntheticShreds, runResolver, type ResolveRun, type SyntheticOptions, type SyntheticShreds } from './bench';

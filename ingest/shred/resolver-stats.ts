@@ -2,7 +2,7 @@
 // does `counter.inc()` and nothing is formatted until a scrape. Without a registry they are private to the
 // resolver (tests, tools); with one they appear as meridian_ingest_* series.
 
-import { Counter, type Registry } from '../../infra/metrics';
+import { Counter, type Registry } from '../../infra/base/metrics';
 import { DROP_REASONS, type DropReason } from './drop-reasons';
 
 export interface FecResolverStats {

@@ -5,10 +5,10 @@ import { Writable } from 'node:stream';
 import type { Bus, ProduceRecord } from '../../bus/bus';
 import { KafkaBus } from '../../bus/kafka';
 import { encodeUsageEvent, newUsageEvent } from '../../bus/topics/usage-events';
-import { startBillingJob } from '../../infra/billing/job';
-import { loadAllLedgers } from '../../infra/billing/store';
-import { createLogger, type Log } from '../../infra/log';
-import { Registry } from '../../infra/metrics';
+import { startBillingJob } from '../../infra/ops/billing/job';
+import { loadAllLedgers } from '../../infra/ops/billing/store';
+import { createLogger, type Log } from '../../infra/base/log';
+import { Registry } from '../../infra/base/metrics';
 import { kafkaBrokers } from '../support/kafka';
 import { sleep, type BenchResult } from './stats';
 

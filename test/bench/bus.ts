@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import type { Bus, BusMessage, ProduceRecord } from '../../bus/bus';
 import { EmbeddedBus } from '../../bus/embedded';
 import { KafkaBus } from '../../bus/kafka';
-import { createLogger, type Log } from '../../infra/log';
+import { createLogger, type Log } from '../../infra/base/log';
 import { uniqueName } from '../bus/contract';
 import { mochaHooks } from '../support/global-fixtures';
 import { kafkaBrokers } from '../support/kafka';

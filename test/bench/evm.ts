@@ -4,9 +4,9 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { performance } from 'node:perf_hooks';
 import { rentalsFromList } from '../../bus/rental-registry';
 import { parseRental } from '../../bus/topics/rentals';
-import { startAnvil } from '../../infra/anvil/anvil';
-import { createLogger } from '../../infra/log';
-import { Registry } from '../../infra/metrics';
+import { startAnvil } from '../../infra/local/anvil/anvil';
+import { createLogger } from '../../infra/base/log';
+import { Registry } from '../../infra/base/metrics';
 import { parseEvmConfig } from '../../gateways/evm/config';
 import { startEvmGateway } from '../../gateways/evm/gateway';
 import { summarize, type BenchResult } from './stats';

@@ -1,6 +1,6 @@
 import bs58 from 'bs58';
 import { FilterIndex } from '../../fanout/filter-index';
-import { updateFromRequest } from '../../fanout/request-adapter';
+import { updateFromRequest } from '../support/request-adapter';
 import { decodeSubscribeUpdate } from '../../fanout/request-wire';
 import type { SubscribeUpdate } from '../../fanout/request';
 import { Session } from '../../fanout/session';

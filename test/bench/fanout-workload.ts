@@ -2,7 +2,7 @@ import type { Bus, ProduceRecord } from '../../bus/bus';
 import { encodeTxRecord } from '../../bus/topics/stream-transactions';
 import { encodeTransaction } from '../../proto/wire';
 import { b58, fixtureTxs } from '../fanout/support';
-import { rng } from '../../ingest/shred/bench';
+import { rng } from '../support/prng';
 
 // The fanout benchmark's workload, generated the same way (seeded) in the bench process (subscriber filters)
 // and in the fanout process (transactions, embedded bus), so neither ships data to the other.

@@ -9,8 +9,8 @@ import { Publisher } from '../../ingest/publisher';
 import { publicKeyFromSeed } from '../../ingest/shred/ed25519';
 import { fixedLeader } from '../../ingest/shred/leader-keys';
 import { shredBatch } from '../../ingest/shred/shredder';
-import { decodeTransaction } from '../../ingest/txn/decode';
-import { createLogger } from '../../infra/log';
+import { decodeTransaction } from '../../proto/txn/decode';
+import { createLogger } from '../../infra/base/log';
 import { fixture } from '../support/paths';
 import { formatResults, ProcessSampler, summarize, type BenchResult } from './stats';
 

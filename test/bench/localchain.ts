@@ -4,8 +4,8 @@ import path from 'node:path';
 import bs58 from 'bs58';
 import { Account, LiteSvm } from 'litesvm/dist/internal';
 import { Pool } from 'undici';
-import { keypairFromSeed, randomKeypair } from '../../infra/keys';
-import { transferTx } from '../../infra/localchain/system-tx';
+import { keypairFromSeed, randomKeypair } from '../../infra/base/keypair';
+import { transferTx } from '../../infra/local/chain/system-tx';
 import { summarize, type BenchResult } from './stats';
 
 // Executed transactions/s of the local chain node: signed System transfers sent with sendTransaction over

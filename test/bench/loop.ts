@@ -2,7 +2,7 @@ import bs58 from 'bs58';
 import WebSocket from 'ws';
 import type { SubscribeResponse } from '../../proto/gen/arpc_pb';
 import { parseConfig } from '../../infra/config';
-import { randomKeypair } from '../../infra/keys';
+import { randomKeypair } from '../../infra/base/keypair';
 import { launch } from '../../infra/launcher';
 import { balance, chainClient, latestBlockhash, sendTx, transfer, waitConfirmed } from '../support/chain';
 import { quietLog } from '../support/log-capture';

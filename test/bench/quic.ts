@@ -14,9 +14,9 @@ import { QuicListener } from '../../gateways/submit/quic/listener';
 import { QuicMetrics } from '../../gateways/submit/quic/metrics';
 import { ensureTerminatorBinary, PROBE_BIN, TERMINATOR_BIN } from '../../gateways/submit/quic/terminator-build';
 import { startSubmit } from '../../gateways/submit/service';
-import { keypairFromSeed, sign } from '../../infra/keys';
-import { createLogger } from '../../infra/log';
-import { Registry } from '../../infra/metrics';
+import { keypairFromSeed, sign } from '../../infra/base/keypair';
+import { createLogger } from '../../infra/base/log';
+import { Registry } from '../../infra/base/metrics';
 import { Probe } from '../gateways/quic/probe';
 import type { BenchResult } from './stats';
 

@@ -6,8 +6,8 @@ import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { rentalsFromList } from '../../bus/rental-registry';
 import { parseRental } from '../../bus/topics/rentals';
 import { UsageProducer } from '../../bus/usage-producer';
-import { startLocalChain } from '../../infra/localchain';
-import { createLogger } from '../../infra/log';
+import { startLocalChain } from '../../infra/local/chain';
+import { createLogger } from '../../infra/base/log';
 import { parseRpcGatewayConfig } from '../../gateways/rpc/config';
 import { startRpcGateway } from '../../gateways/rpc/gateway';
 

@@ -15,9 +15,9 @@ import { SubmitMetrics } from '../../gateways/submit/metrics';
 import { SubmitPipeline } from '../../gateways/submit/pipeline';
 import { startSubmit } from '../../gateways/submit/service';
 import { tipRule } from '../../gateways/submit/tip';
-import { createLogger } from '../../infra/log';
-import { Registry } from '../../infra/metrics';
-import { decodeTransaction } from '../../ingest/txn/decode';
+import { createLogger } from '../../infra/base/log';
+import { Registry } from '../../infra/base/metrics';
+import { decodeTransaction } from '../../proto/txn/decode';
 import { legacyTx, MIN_TIP, TIP_ACCOUNTS } from '../gateways/submit/support';
 import type { BenchResult } from './stats';
 

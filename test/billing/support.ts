@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mergeRows } from '../../infra/billing/ledger';
-import { loadAllLedgers } from '../../infra/billing/store';
+import { mergeRows } from '../../infra/ops/billing/ledger';
+import { loadAllLedgers } from '../../infra/ops/billing/store';
 import { cliCommand } from '../support/paths';
 
 // What the billing tests share: the real `meridian billing run` in a child process (so it can be SIGKILLed),

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { applyEnv } from '../../infra/config';
-import type { Endpoints } from '../../infra/endpoints';
+import type { Endpoints } from '../../infra/base/endpoints';
 import { projectRoot } from '../support/paths';
 import { ensureTerminatorBinary, TERMINATOR_BIN } from '../../gateways/submit/quic/terminator-build';
 import { StreamClient } from '../support/stream-client';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import { parseConfig } from '../../infra/config';
-import { createLogger } from '../../infra/log';
+import { createLogger } from '../../infra/base/log';
 import { launch, type Running } from '../../infra/launcher';
 import { StreamClient, type PlainTransaction } from '../support/stream-client';
 import { kafkaBrokers } from '../support/kafka';

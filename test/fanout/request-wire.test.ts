@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeSubscribeUpdate, WireKeys } from '../../fanout/request-wire';
+import { decodeSubscribeUpdate } from '../../fanout/request-wire';
+import { WireKeys } from '../../fanout/wire-keys';
 import type { KeyList } from '../../fanout/filter';
-import { updateFromRequest } from '../../fanout/request-adapter';
+import { updateFromRequest } from '../support/request-adapter';
 import type { SubscribeUpdate } from '../../fanout/request';
 import { deserializeSubscribeRequest, serializeSubscribeRequest } from '../../proto/service';
 import { checkSubscribeRequest, WireError } from '../../proto/wire';

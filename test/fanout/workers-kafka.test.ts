@@ -5,9 +5,9 @@ import { startFanoutWorkers, workerScript, type FanoutWorkers } from '../../fano
 import os from 'node:os';
 import { resolveWorkers } from '../../fanout/config';
 import { parseConfig } from '../../infra/config';
-import { ConfigError } from '../../infra/config-read';
+import { ConfigError } from '../../infra/base/config-read';
 import { launch } from '../../infra/launcher';
-import { Registry } from '../../infra/metrics';
+import { Registry } from '../../infra/base/metrics';
 import { kafkaBrokers } from '../support/kafka';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';

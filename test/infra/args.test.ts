@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import path from 'node:path';
-import { HelpRequested, UsageError, helpText, outputFileOption, parseCommand, subcommand, type CommandSpec } from '../../infra/args';
-import { describeListenError } from '../../infra/listen-error';
+import { HelpRequested, UsageError, helpText, outputFileOption, parseCommand, subcommand, type CommandSpec } from '../../infra/base/args';
+import { describeListenError } from '../../infra/base/listen-error';
 
 const SPEC: CommandSpec = {
   command: 'meridian demo',

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseConfig } from '../../infra/config';
 import { launch } from '../../infra/launcher';
-import { metrics } from '../../infra/metrics';
+import { metrics } from '../../infra/base/metrics';
 import { quietLog } from '../support/log-capture';
 import { chainClient, waitConfirmed } from '../support/chain';
 import { projectRoot } from '../support/paths';

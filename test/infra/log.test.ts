@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { createLogger, registerSecret, scrubString } from '../../infra/log';
+import { createLogger, registerSecret, scrubString } from '../../infra/base/log';
 
 function capture(): { stream: Writable; lines: () => string[] } {
   const chunks: string[] = [];

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startBanner } from '../../infra/commands/start-banner';
-import { hostPortOf, writeEndpointsFile, type Endpoints } from '../../infra/endpoints';
+import { hostPortOf, writeEndpointsFile, type Endpoints } from '../../infra/base/endpoints';
 
 const endpoints: Endpoints = {
   metrics: 'http://127.0.0.1:9464/metrics',

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import bs58 from 'bs58';
 import { leaderKeysFor, RpcLeaderSchedule, jsonRpc } from '../../ingest/leader-schedule';
-import { createLogger } from '../../infra/log';
+import { createLogger } from '../../infra/base/log';
 
 // Leader keys per configured mode; the rpc mode against a local JSON-RPC server over real HTTP.
 

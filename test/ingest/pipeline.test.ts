@@ -4,8 +4,8 @@ import { Writable } from 'node:stream';
 import { readCapture } from '../../ingest/capture';
 import { Pipeline } from '../../ingest/pipeline';
 import { fixedLeader } from '../../ingest/shred/leader-keys';
-import { createLogger } from '../../infra/log';
-import { Registry } from '../../infra/metrics';
+import { createLogger } from '../../infra/base/log';
+import { Registry } from '../../infra/base/metrics';
 import { TURBINE } from './support/golden';
 
 // The pipeline's own guarantees, apart from the goldens: push() never throws, whatever fails below it, and

@@ -7,7 +7,7 @@ import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord } from '../../bus/topics/stream-transactions';
 import type { IngestConfig } from '../../ingest/config';
 import { startIngest, type RunningIngest } from '../../ingest/worker';
-import { Registry } from '../../infra/metrics';
+import { Registry } from '../../infra/base/metrics';
 import { SubscribeResponseTransaction } from '../../proto/gen/arpc_pb';
 import { kafkaBrokers } from '../support/kafka';
 import { runCli } from './support/child';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import bs58 from 'bs58';
-import { signedTransfer } from '../../infra/demo/transfers';
+import { signedTransfer } from '../../infra/local/demo/transfers';
 import { encodeEntryBatch } from '../../ingest/entry/entries';
-import { randomKeypair } from '../../infra/keys';
-import { Registry } from '../../infra/metrics';
+import { randomKeypair } from '../../infra/base/keypair';
+import { Registry } from '../../infra/base/metrics';
 import { Pipeline } from '../../ingest/pipeline';
 import { shredBatch } from '../../ingest/shred/shredder';
 import { fixedLeader } from '../../ingest/shred/leader-keys';

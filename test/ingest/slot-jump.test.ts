@@ -7,10 +7,10 @@ import { EmbeddedBus } from '../../bus/embedded';
 import { KafkaBus } from '../../bus/kafka';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord } from '../../bus/topics/stream-transactions';
-import { signedTransfer } from '../../infra/demo/transfers';
+import { signedTransfer } from '../../infra/local/demo/transfers';
 import { encodeEntryBatch } from '../../ingest/entry/entries';
-import { randomKeypair, type Keypair } from '../../infra/keys';
-import { Registry } from '../../infra/metrics';
+import { randomKeypair, type Keypair } from '../../infra/base/keypair';
+import { Registry } from '../../infra/base/metrics';
 import type { IngestConfig } from '../../ingest/config';
 import { Pipeline } from '../../ingest/pipeline';
 import { shredBatch } from '../../ingest/shred/shredder';
@@ -36,7 +36,7 @@ interface MadeSlot {
   signatures: string[];
 }
 
-/** One slot of signed transfers, shredded and signed by `leader` like the demo traffic (infra/demo/traffic.ts). */
+/** One slot of signed transfers, shredded and signed by `leader` like the demo traffic (infra/local/demo/traffic.ts). */
 function makeSlot(slot: bigint, leader: Keypair, payer: Keypair): MadeSlot {
   const signatures: string[] = [];
   const entries: Array<{ numHashes: bigint; hash: Buffer; txs: Buffer[] }> = [];

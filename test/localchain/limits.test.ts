@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import type { LocalChain } from '../../infra/localchain';
+import type { LocalChain } from '../../infra/local/chain';
 import { waitFor } from '../support/wait';
 import { rpc, startNode, WsClient } from './support';
 

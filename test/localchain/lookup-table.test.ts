@@ -3,7 +3,7 @@ import {
   AddressLookupTableProgram, Keypair, SystemProgram, TransactionMessage, VersionedTransaction, type AddressLookupTableAccount, type Connection,
   type TransactionInstruction,
 } from '@solana/web3.js';
-import type { LocalChain } from '../../infra/localchain';
+import type { LocalChain } from '../../infra/local/chain';
 import { waitFor } from '../support/wait';
 import { closeConnection, connect, payerOf, startNode } from './support';
 

@@ -1,4 +1,4 @@
-import { startLocalChain } from '../../infra/localchain';
+import { startLocalChain } from '../../infra/local/chain';
 import { quietLog } from '../support/log-capture';
 
 // A local chain node in its own process (benchmarks: the load generator must not share the node's event loop).

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import bs58 from 'bs58';
-import { hashSignatures, Poh, verifyEntries } from '../../infra/localchain/poh';
+import { hashSignatures, Poh, verifyEntries } from '../../infra/local/chain/poh';
 import { fixture } from '../support/paths';
 
 // The node's PoH against a real cluster's: the entries of a real testnet slot (decoded golden of the turbine

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Keypair, LAMPORTS_PER_SOL, SystemProgram, Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
-import type { LocalChain } from '../../infra/localchain';
+import type { LocalChain } from '../../infra/local/chain';
 import { waitFor } from '../support/wait';
 import { payerOf, rpc, startNode, WsClient } from './support';
 

@@ -4,8 +4,8 @@ import {
   type Connection,
 } from '@solana/web3.js';
 import bs58 from 'bs58';
-import type { LocalChain } from '../../infra/localchain';
-import { Registry } from '../../infra/metrics';
+import type { LocalChain } from '../../infra/local/chain';
+import { Registry } from '../../infra/base/metrics';
 import { closeConnection, connect, payerOf, post, rpc, startNode } from './support';
 
 // The local chain node with @solana/web3.js as the client: what a real client does against a real node.

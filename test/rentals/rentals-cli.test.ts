@@ -8,7 +8,7 @@ import { EmbeddedBus } from '../../bus/embedded';
 import { KafkaBus } from '../../bus/kafka';
 import { projectRentals, type RentalProjection } from '../../bus/rental-registry';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
-import { startAdmin, type AdminServer } from '../../infra/admin/server';
+import { startAdmin, type AdminServer } from '../../infra/ops/admin/server';
 import { kafkaBrokers } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
 import { cliCommand } from '../support/paths';

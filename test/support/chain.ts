@@ -1,8 +1,8 @@
 import bs58 from 'bs58';
-import { chainRpc, type ChainCall } from '../../infra/chain-rpc';
-import { firstSignature, signedTransfer } from '../../infra/demo/transfers';
-import type { Endpoints } from '../../infra/endpoints';
-import { keypairFromSeed, type Keypair } from '../../infra/keys';
+import { chainRpc, type ChainCall } from '../../infra/base/json-rpc';
+import { firstSignature, signedTransfer } from '../../infra/local/demo/transfers';
+import type { Endpoints } from '../../infra/base/endpoints';
+import { keypairFromSeed, type Keypair } from '../../infra/base/keypair';
 
 // A client's view of the local chain for tests and benches: the funded payer from the endpoints file, signed
 // System transfers, and confirmation through the chain's own JSON-RPC.

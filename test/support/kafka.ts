@@ -1,10 +1,10 @@
 import { onRunEnd } from './global-fixtures';
-import { freePort, startLocalBroker, waitForKafka, type LocalBroker } from '../../infra/kafka/broker';
+import { freePort, startLocalBroker, waitForKafka, type LocalBroker } from '../../infra/local/kafka/broker';
 
 // Kafka for tests, started once per run on first use and stopped when the run ends. In order:
 //   1. KAFKA_BROKERS from the environment (a cluster someone else runs; nothing to stop)
 //   2. testcontainers, when a container engine answers: apache/kafka in KRaft mode
-//   3. the local broker of infra/kafka (Maven jars + java), which needs no container engine
+//   3. the local broker of infra/local/kafka (Maven jars + java), which needs no container engine
 
 const KAFKA_IMAGE = 'apache/kafka:3.9.1';
 const RUNTIME_PROBE_MS = 5_000;

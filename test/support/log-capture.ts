@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { createLogger, type Log } from '../../infra/log';
+import { createLogger, type Log } from '../../infra/base/log';
 
 /** A logger whose JSON lines are kept for assertions instead of reaching the console. */
 export function quietLog(level = 'info'): { log: Log; lines: string[] } {

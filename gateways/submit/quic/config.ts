@@ -1,4 +1,4 @@
-import { ConfigError, bool, hostPort, int, num, optStr, section } from '../../../infra/config-read';
+import { ConfigError, bool, hostPort, int, num, optStr, section } from '../../../infra/base/config-read';
 
 // Section `gateways.submit.quic` (env: MERIDIAN__GATEWAYS__SUBMIT__QUIC__<KEY>). Every limit of the listener is here; the ones
 // the QUIC stack itself enforces (streams, idle timeout, handshake rate, total connections) are handed to the

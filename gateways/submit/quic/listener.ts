@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Rental } from '../../../bus/topics/rentals';
-import type { Log } from '../../../infra/log';
+import type { Log } from '../../../infra/base/log';
 import type { Outcome, Submission } from '../pipeline';
 import { quicStatus, rejection } from '../rejections';
 import { decodeFrame, encodeVerdict, FrameReader, STATUS_FRAME_BYTES, writeStatus, type InFrame } from './bridge-codec';

@@ -1,4 +1,4 @@
-import { metrics as defaultRegistry, type Counter, type Gauge, type Registry } from '../../../infra/metrics';
+import { metrics as defaultRegistry, type Counter, type Gauge, type Registry } from '../../../infra/base/metrics';
 import { TERMINATOR_EVENTS, CLOSE_REASONS, TX_KINDS, type CloseReason, type TerminatorEvent, type TxKind } from './bridge-codec';
 
 // What the QUIC transport counts on top of the pipeline's per-result counters (transport="quic"): the

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { rng } from '../../../ingest/shred/bench';
+import { rng } from '../../support/prng';
 import { startTestFanout, type TestFanout } from '../support';
 import { RawH2Client } from './raw-h2-client';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import WebSocket from 'ws';
 import { refuse, startProxy, UpstreamPool, SLOW_CONSUMER_CLOSE, type ErrorTable, type HealthProbe, type Meter, type RpcCall, type RunningProxy } from '../../../gateways/core';
-import { Registry } from '../../../infra/metrics';
+import { Registry } from '../../../infra/base/metrics';
 import { quietLog } from '../../support/log-capture';
 import { waitFor } from '../../support/wait';
 import { deadPort, post, startFakeNode, type FakeNode } from '../fake-node';

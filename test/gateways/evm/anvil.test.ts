@@ -5,10 +5,10 @@ import { projectRoot } from '../../support/paths';
 import { waitFor } from '../../support/wait';
 import { createPublicClient, createWalletClient, http, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { startAnvil } from '../../../infra/anvil/anvil';
+import { startAnvil } from '../../../infra/local/anvil/anvil';
 import { DEV_KEY_0, PING_TOPIC, pingContractCode } from './support';
 
-// infra/anvil on its own: a real node per chain id, stop and start again on the same port, no process left
+// infra/local/anvil on its own: a real node per chain id, stop and start again on the same port, no process left
 // behind; and the hand-assembled test contract really emits its log (checked against anvil directly, so the
 // gateway tests can rely on it).
 
@@ -18,7 +18,7 @@ function groupMembers(pgid: number): string[] {
   return out.split('\n').map((l) => l.trim()).filter((l) => l.split(/\s+/)[0] === String(pgid));
 }
 
-describe('infra/anvil', () => {
+describe('infra/local/anvil', () => {
   it('starts per chain id on a port of its choosing, stops, and starts again on the same port', async () => {
     const a = await startAnvil({ chainId: 137 });
     assert.ok(a.port > 0);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { applyEnv } from '../../../infra/config';
-import { ConfigError } from '../../../infra/config-read';
+import { ConfigError } from '../../../infra/base/config-read';
 import { DEFAULT_NEVER_RESEND, parseEvmConfig } from '../../../gateways/evm/config';
 
 describe('gateways.evm config', () => {

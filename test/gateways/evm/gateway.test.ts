@@ -6,7 +6,7 @@ import { TOPIC, defaultTopicSpecs } from '../../../bus/topics';
 import { encodeRental, parseRental } from '../../../bus/topics/rentals';
 import { decodeUsageEvent, type UsageEvent } from '../../../bus/topics/usage-events';
 import { UsageProducer } from '../../../bus/usage-producer';
-import { Registry } from '../../../infra/metrics';
+import { Registry } from '../../../infra/base/metrics';
 import { parseEvmConfig } from '../../../gateways/evm/config';
 import { startEvmGateway, type RunningEvmGateway } from '../../../gateways/evm/gateway';
 import { createPublicClient, createWalletClient, http, webSocket, type Hex } from 'viem';

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import WebSocket from 'ws';
 import { keccak256, toHex, type Hex } from 'viem';
-import { startAnvil, type Anvil } from '../../../infra/anvil/anvil';
+import { startAnvil, type Anvil } from '../../../infra/local/anvil/anvil';
 
 // Shared by the EVM gateway tests and the EVM bench: real anvil nodes, anvil's funded dev accounts, a tiny
 // contract written as bytecode by hand, and raw HTTP/WebSocket clients that can bind a chosen local address.

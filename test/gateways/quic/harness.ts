@@ -6,7 +6,7 @@ import { parseQuicConfig } from '../../../gateways/submit/quic/config';
 import { QuicListener } from '../../../gateways/submit/quic/listener';
 import { QuicMetrics } from '../../../gateways/submit/quic/metrics';
 import { startSubmit, type SubmitService } from '../../../gateways/submit/service';
-import { Registry } from '../../../infra/metrics';
+import { Registry } from '../../../infra/base/metrics';
 import { quietLog } from '../../support/log-capture';
 import { MIN_TIP, registry, rental, TIP_ACCOUNTS } from '../submit/support';
 

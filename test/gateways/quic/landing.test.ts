@@ -15,8 +15,8 @@ import { ensureTerminatorBinary, PROBE_BIN, TERMINATOR_BIN } from '../../../gate
 import { startSubmit, type SubmitService } from '../../../gateways/submit/service';
 import { parseIngestConfig } from '../../../ingest/config';
 import { startIngest, type RunningIngest } from '../../../ingest/worker';
-import { startLocalChain, type LocalChain } from '../../../infra/localchain';
-import { Registry } from '../../../infra/metrics';
+import { startLocalChain, type LocalChain } from '../../../infra/local/chain';
+import { Registry } from '../../../infra/base/metrics';
 import { quietLog } from '../../support/log-capture';
 import { StreamClient } from '../../support/stream-client';
 import { waitFor } from '../../support/wait';

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { Keypair, SystemProgram, Transaction, TransactionInstruction } from '@solana/web3.js';
 import { QUIC_STATUS } from '../../../gateways/submit/rejections';
 import { ensureTerminatorBinary, PROBE_BIN, TERMINATOR_BIN } from '../../../gateways/submit/quic/terminator-build';
-import { keypairFromSeed, sign } from '../../../infra/keys';
+import { keypairFromSeed, sign } from '../../../infra/base/keypair';
 import { waitFor } from '../../support/wait';
 import { fakeBlockhash, legacyTx, MIN_TIP, TIP_ACCOUNTS } from '../submit/support';
 import { startUpstream, type Upstream } from '../submit/upstream';

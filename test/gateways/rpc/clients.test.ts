@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, sendAndConfirmTransaction, SystemProgram, Transaction } from '@solana/web3.js';
-import type { LocalChain } from '../../../infra/localchain';
+import type { LocalChain } from '../../../infra/local/chain';
 import { closeConnection } from '../../localchain/support';
 import { waitFor } from '../../support/wait';
 import { chainUpstream, localChain, rental, testGateway, type TestGateway } from './support';

@@ -3,7 +3,7 @@ import http from 'node:http';
 import WebSocket from 'ws';
 import { rentalsFromList, type RentalRegistry } from '../../../bus/rental-registry';
 import { RPC_ERRORS } from '../../../gateways/rpc/errors';
-import type { LocalChain } from '../../../infra/localchain';
+import type { LocalChain } from '../../../infra/local/chain';
 import { waitFor } from '../../support/wait';
 import { deadPort, post, startFakeNode, type FakeNode } from '../fake-node';
 import { chainUpstream, localChain, rental, testGateway, type TestGateway } from './support';

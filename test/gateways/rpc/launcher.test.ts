@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Connection } from '@solana/web3.js';
 import { applyEnv, parseConfig } from '../../../infra/config';
-import { ConfigError } from '../../../infra/config-read';
+import { ConfigError } from '../../../infra/base/config-read';
 import { launch } from '../../../infra/launcher';
 import { parseRpcGatewayConfig } from '../../../gateways/rpc/config';
 import { quietLog } from '../../support/log-capture';

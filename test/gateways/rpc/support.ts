@@ -1,8 +1,8 @@
 import { rentalsFromList, type RentalRegistry } from '../../../bus/rental-registry';
 import { parseRental, type Rental } from '../../../bus/topics/rentals';
 import type { UsageProducer } from '../../../bus/usage-producer';
-import { startLocalChain, type LocalChain } from '../../../infra/localchain';
-import { Registry } from '../../../infra/metrics';
+import { startLocalChain, type LocalChain } from '../../../infra/local/chain';
+import { Registry } from '../../../infra/base/metrics';
 import { parseRpcGatewayConfig } from '../../../gateways/rpc/config';
 import { startRpcGateway, type RpcGateway } from '../../../gateways/rpc/gateway';
 import type { RpcUpstreamConfig } from '../../../gateways/rpc/config';

@@ -6,7 +6,7 @@ import { UsageProducer } from '../../../bus/usage-producer';
 import { parseSubmitConfig, type SubmitConfig } from '../../../gateways/submit/config';
 import type { Forwarder } from '../../../gateways/submit/forwarder';
 import { startSubmit, type SubmitService } from '../../../gateways/submit/service';
-import { Registry } from '../../../infra/metrics';
+import { Registry } from '../../../infra/base/metrics';
 import { quietLog } from '../../support/log-capture';
 import { MIN_TIP, registry, rental, TIP_ACCOUNTS } from './support';
 

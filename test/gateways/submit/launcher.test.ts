@@ -6,7 +6,7 @@ import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { parseConfig } from '../../../infra/config';
 import { launch } from '../../../infra/launcher';
-import { startLocalChain, type LocalChain } from '../../../infra/localchain';
+import { startLocalChain, type LocalChain } from '../../../infra/local/chain';
 import { quietLog } from '../../support/log-capture';
 import { legacyTx } from './support';
 

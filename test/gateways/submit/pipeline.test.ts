@@ -8,8 +8,8 @@ import type { Preflight, PreflightResult } from '../../../gateways/submit/prefli
 import { SubmitMetrics } from '../../../gateways/submit/metrics';
 import { SignatureCache } from '../../../gateways/submit/signature-cache';
 import { tipRule } from '../../../gateways/submit/tip';
-import { keypairFromSeed, sign } from '../../../infra/keys';
-import { Registry } from '../../../infra/metrics';
+import { keypairFromSeed, sign } from '../../../infra/base/keypair';
+import { Registry } from '../../../infra/base/metrics';
 import { fakeBlockhash, legacyTx, lookupTable, MIN_TIP, RecordingForwarder, registry, rental, TIP_ACCOUNTS, v0Tx } from './support';
 
 function setup(over: { tps?: number; preflight?: Preflight; maxPreflightInFlight?: number } = {}) {

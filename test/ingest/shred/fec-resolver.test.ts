@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import type { CompletedFecSet } from '../../../ingest/fec-set';
-import { Registry } from '../../../infra/metrics';
+import { Registry } from '../../../infra/base/metrics';
 import { FecResolver, type FecResolverOptions, type ResolveOutcome } from '../../../ingest/shred/fec-resolver';
 import { signerFromSeed } from '../../../ingest/shred/ed25519';
 import { DATA_PARENT_OFFSET_OFF, DATA_SIZE_OFF, SLOT_OFF, VARIANT_OFF, layoutFor } from '../../../ingest/shred/layout';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import bs58 from 'bs58';
-import type { DecodedTxn } from '../../../ingest/txn/decode';
+import type { DecodedTxn } from '../../../proto/txn/decode';
 import { fixture } from '../../support/paths';
 
 // The golden JSON of fixtures/shreds/*.expected.json (fixtures/README.md), and the same shape computed from a

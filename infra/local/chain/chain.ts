@@ -1,0 +1,294 @@
+import crypto from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import bs58 from 'bs58';
+import { decodeTransaction } from '../../../proto/txn/decode';
+import type { TxFields } from '../../../proto/tx-fields';
+import { keypairFromSeed, randomKeypair, type Keypair } from '../../base/keypair';
+import type { Log } from '../../base/log';
+import { b58, Ledger, MAX_BLOCKHASH_AGE, type Block, type TxRecord } from './ledger';
+import { Poh, type PohEntry } from './poh';
+import type { ShredSender } from './shred-sender';
+import { Bank, type SimResult } from './svm';
+import { transferTx } from './system-tx';
+import { nodeError, type TxError } from './tx-error';
+
+// The single validator: a slot clock drives a working bank (litesvm) and a PoH recorder. Transactions execute
+// the moment they arrive, in arrival order, and are recorded into entries between the slot's ticks by arrival
+// time. While a slot runs, its recorded entries are flushed as entry batches every entryBatchMs (and shredded
+// when a ShredSender is attached); at the slot's end the remaining ticks close it, the last batch says
+// LAST_IN_SLOT, the block freezes, and the next slot starts. The only leader is the node's identity.
+// Commitment: processed = executed in the working slot; confirmed and finalized = its block frozen (one node,
+// nobody else votes, every frozen block is rooted).
+
+export interface ChainParams {
+  slotMs: number;
+  ticksPerSlot: number;
+  hashesPerTick: number;
+  slotsPerEpoch: number;
+  entryBatchMs: number;
+  faucetLamports: bigint;
+  ledgerSlots: number;
+  ledgerTransactions: number;
+  log?: Log;
+  identitySeed?: Buffer;
+}
+
+/** Entries hold at most this many transactions (the banking stage's batch size). */
+const MAX_TXS_PER_ENTRY = 64;
+const FAUCET_LAMPORTS = 10n ** 17n;
+const SYSTEM_PROGRAM = Buffer.alloc(32);
+/** System instruction 4; nonce account (80 bytes): u32 version | u32 state (1 = initialized) | authority 32 | nonce 32 | fee calculator u64. */
+const ADVANCE_NONCE_ACCOUNT = 4;
+const NONCE_ACCOUNT_SZ = 80;
+const NONCE_STATE_OFF = 4;
+const NONCE_INITIALIZED = 1;
+const NONCE_VALUE_OFF = 40;
+
+export type SubmitResult = { ok: true; record: TxRecord } | { ok: false; err: TxError; logs: string[]; unitsConsumed: number };
+
+interface Pending {
+  record: TxRecord;
+  tick: number;
+}
+
+export interface ChainEvents {
+  slot: [slot: number, parent: number, root: number];
+  processed: [record: TxRecord];
+  frozen: [block: Block];
+}
+
+/** agave's compute_shred_version without hard forks: xor-fold the genesis hash to 16 bits, plus one. */
+export function shredVersionOf(genesisHash: Buffer): number {
+  let a = 0;
+  let b = 0;
+  for (let i = 0; i < genesisHash.length; i += 2) {
+    a ^= genesisHash[i]!;
+    b ^= genesisHash[i + 1] ?? 0;
+  }
+  return Math.min(0xffff, ((a << 8) | b) + 1);
+}
+
+export class Chain extends EventEmitter<ChainEvents> {
+  readonly bank: Bank;
+  readonly ledger: Ledger;
+  readonly identity: Keypair;
+  readonly payer: Keypair;
+  readonly faucet: Keypair;
+  readonly genesisHash: Buffer;
+  readonly p: ChainParams;
+  shredder: ShredSender | null = null;
+
+  slot = 0;
+  parent = 0;
+  blockHeight = 0;
+  transactionsTotal = 0;
+  private poh: Poh;
+  private slotStartMs = 0;
+  private pending: Pending[] = [];
+  private txEntries = 0;
+  private maxPerEntry = 0;
+  private working: TxRecord[] = [];
+  private slotTimer: NodeJS.Timeout | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private nextSlotAt = 0;
+  private closed = false;
+
+  constructor(p: ChainParams) {
+    super();
+    this.p = p;
+    this.bank = new Bank(p.slotsPerEpoch);
+    this.ledger = new Ledger({ maxSlots: p.ledgerSlots, maxTransactions: p.ledgerTransactions });
+    this.identity = p.identitySeed !== undefined ? keypairFromSeed(p.identitySeed) : randomKeypair();
+    this.payer = randomKeypair();
+    this.faucet = randomKeypair();
+    this.genesisHash = crypto.randomBytes(32);
+    this.bank.fund(this.identity.publicKey, 500_000_000_000n);
+    this.bank.fund(this.payer.publicKey, p.faucetLamports);
+    this.bank.fund(this.faucet.publicKey, FAUCET_LAMPORTS);
+    this.poh = new Poh(this.genesisHash, p.hashesPerTick);
+  }
+
+  get identityB58(): string {
+    return b58(this.identity.publicKey);
+  }
+
+  /** Freezes the genesis block (slot 0) and starts the slot clock at slot 1. */
+  start(): void {
+    this.slotStartMs = Date.now();
+    this.bank.setClock(0, this.p.slotsPerEpoch, Math.floor(this.slotStartMs / 1000), Math.floor(this.slotStartMs / 1000));
+    this.freezeAndAdvance();
+    this.nextSlotAt = this.slotStartMs + this.p.slotMs;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    this.slotTimer = setTimeout(() => {
+      try {
+        this.freezeAndAdvance();
+      } catch (e) {
+        this.p.log?.error({ err: e, slot: this.slot }, 'local chain: slot failed');
+      }
+      // Fixed cadence: a late timer shortens the next slot rather than drifting the clock.
+      this.nextSlotAt = Math.max(this.nextSlotAt + this.p.slotMs, Date.now() + 1);
+      this.schedule();
+    }, Math.max(0, this.nextSlotAt - Date.now()));
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.slotTimer);
+    clearTimeout(this.flushTimer);
+  }
+
+  /** Root slot: the last frozen one. */
+  root(): number {
+    return this.ledger.latest?.slot ?? 0;
+  }
+
+  latestBlockhash(): { blockhash: string; lastValidBlockHeight: number; slot: number } {
+    const b = this.ledger.latest!;
+    return { blockhash: b.blockhash, lastValidBlockHeight: b.blockHeight + MAX_BLOCKHASH_AGE, slot: b.slot };
+  }
+
+  blockhashValid(hash: Buffer | string): boolean {
+    const h = this.ledger.blockhashHeight(typeof hash === 'string' ? hash : b58(hash));
+    return h !== undefined && this.blockHeight - h <= MAX_BLOCKHASH_AGE;
+  }
+
+  /** A recent blockhash of the last 150 blocks, or a durable nonce: first instruction AdvanceNonceAccount on a
+   *  nonce account whose stored nonce is the transaction's "blockhash" (agave's check_transaction_age). */
+  lifetimeValid(tx: TxFields): boolean {
+    if (this.blockhashValid(tx.recentBlockhash)) return true;
+    const ix = tx.instructions[0];
+    if (ix === undefined || ix.data.length < 4 || ix.data.readUInt32LE(0) !== ADVANCE_NONCE_ACCOUNT || ix.accounts.length === 0) return false;
+    if (tx.accountKeys[ix.programIdIndex]?.equals(SYSTEM_PROGRAM) !== true) return false;
+    const key = tx.accountKeys[ix.accounts[0]!];
+    const a = key === undefined ? null : this.bank.account(key);
+    if (a === null || a.data.length < NONCE_ACCOUNT_SZ || !Buffer.from(a.owner).equals(SYSTEM_PROGRAM)) return false;
+    const d = Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength);
+    return d.readUInt32LE(NONCE_STATE_OFF) === NONCE_INITIALIZED && d.subarray(NONCE_VALUE_OFF, NONCE_VALUE_OFF + 32).equals(tx.recentBlockhash);
+  }
+
+  /** Execute now in the working slot. Rejected transactions change nothing and are not recorded. */
+  submit(raw: Buffer, tx: TxFields): SubmitResult {
+    const signature = b58(tx.signatures[0]!);
+    if (this.ledger.tx(signature) !== undefined) return { ok: false, err: nodeError('AlreadyProcessed'), logs: [], unitsConsumed: 0 };
+    if (!this.lifetimeValid(tx)) return { ok: false, err: nodeError('BlockhashNotFound'), logs: [], unitsConsumed: 0 };
+    const meta = this.bank.execute(raw, tx);
+    if (meta.err !== null && !meta.err.lands) return { ok: false, err: meta.err, logs: meta.logs, unitsConsumed: meta.unitsConsumed };
+    const keys = [...tx.accountKeys, ...meta.loaded.writable, ...meta.loaded.readonly];
+    const nStatic = tx.accountKeys.length;
+    const writable = keys.map((_, i) => {
+      if (i >= nStatic) return i < nStatic + meta.loaded.writable.length;
+      if (i < tx.numRequiredSignatures) return i < tx.numRequiredSignatures - tx.numReadonlySignedAccounts;
+      return i < nStatic - tx.numReadonlyUnsignedAccounts;
+    });
+    const record: TxRecord = { signature, raw, tx, slot: this.slot, meta, frozen: false, keys: keys.map(b58), writable };
+    this.ledger.addProcessed(record);
+    this.working.push(record);
+    this.transactionsTotal++;
+    this.pending.push({ record, tick: Math.floor((Date.now() - this.slotStartMs) / this.tickMs()) });
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      this.flush(false);
+    }, this.p.entryBatchMs);
+    this.emit('processed', record);
+    return { ok: true, record };
+  }
+
+  simulate(raw: Buffer, tx: TxFields, sigVerify: boolean, accounts = true): SimResult {
+    return this.bank.simulate(raw, tx, sigVerify, accounts);
+  }
+
+  /** A real transfer from the faucet key, executed and recorded like any other transaction. */
+  airdrop(to: Buffer, lamports: bigint): SubmitResult {
+    // A local faucet never runs dry: topped up (outside any transaction) when a request would empty it.
+    if (this.bank.balance(this.faucet.publicKey) < lamports + 1_000_000n) this.bank.fund(this.faucet.publicKey, FAUCET_LAMPORTS + lamports);
+    const raw = transferTx(this.faucet, to, lamports, Buffer.from(bs58.decode(this.ledger.latest!.blockhash)));
+    const d = decodeTransaction(raw, BigInt(this.slot));
+    if (!d.ok) throw new Error(`faucet transaction does not decode: ${d.reason}`);
+    return this.submit(raw, d.tx);
+  }
+
+  private tickMs(): number {
+    return this.p.slotMs / this.p.ticksPerSlot;
+  }
+
+  /** Records pending transactions into entries between the ticks that are due, then shreds the batch. */
+  private flush(final: boolean): PohEntry[] {
+    const due = final ? this.p.ticksPerSlot : Math.min(this.p.ticksPerSlot - 1, Math.floor((Date.now() - this.slotStartMs) / this.tickMs()));
+    const entries: PohEntry[] = [];
+    let i = 0;
+    const recordUpTo = (tick: number): void => {
+      while (i < this.pending.length && this.pending[i]!.tick <= tick) {
+        const group: TxRecord[] = [];
+        const written = new Set<string>();
+        const touched = new Set<string>();
+        while (i < this.pending.length && this.pending[i]!.tick <= tick && group.length < MAX_TXS_PER_ENTRY) {
+          const r = this.pending[i]!.record;
+          // Transactions of one entry must not conflict (replay runs them in parallel).
+          if (r.keys.some((k, j) => written.has(k) || (r.writable[j] === true && touched.has(k)))) break;
+          r.keys.forEach((k, j) => { touched.add(k); if (r.writable[j] === true) written.add(k); });
+          group.push(r);
+          i++;
+        }
+        entries.push(this.poh.record(group.map((r) => r.raw), group.flatMap((r) => r.tx.signatures)));
+        this.txEntries++;
+        this.maxPerEntry = Math.max(this.maxPerEntry, group.length);
+      }
+    };
+    while (this.poh.ticks < due) {
+      recordUpTo(this.poh.ticks);
+      entries.push(this.poh.tick());
+    }
+    recordUpTo(Number.MAX_SAFE_INTEGER);
+    this.pending = [];
+    if (this.shredder !== null && (entries.length > 0 || final)) {
+      try {
+        this.shredder.send(this.slot, this.parent, entries, this.poh.ticks, final);
+      } catch (e) {
+        this.p.log?.warn({ err: e, slot: this.slot }, 'local chain: shredding failed');
+      }
+    }
+    return entries;
+  }
+
+  private freezeAndAdvance(): void {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.flush(true);
+    const prev = this.ledger.latest;
+    const block: Block = {
+      slot: this.slot,
+      parentSlot: this.parent,
+      blockHeight: this.blockHeight,
+      blockhash: b58(this.poh.current()),
+      previousBlockhash: prev?.blockhash ?? b58(this.genesisHash),
+      blockTime: Math.floor(this.slotStartMs / 1000),
+      txs: this.working,
+      stats: {
+        maxTransactionsPerEntry: this.maxPerEntry,
+        numFailedTransactions: this.working.filter((r) => r.meta.err !== null).length,
+        numSuccessfulTransactions: this.working.filter((r) => r.meta.err === null).length,
+        numTransactionEntries: this.txEntries,
+      },
+    };
+    this.ledger.freeze(block);
+    this.bank.pushSlotHash(block.slot, block.blockhash);
+    // litesvm's own blockhash is what AdvanceNonceAccount stores: a new one per slot, as a bank has.
+    this.bank.svm.expireBlockhash();
+    this.emit('frozen', block);
+    this.parent = this.slot;
+    this.slot++;
+    this.blockHeight++;
+    this.working = [];
+    this.txEntries = 0;
+    this.maxPerEntry = 0;
+    this.poh.ticks = 0;
+    this.slotStartMs = Date.now();
+    const epochStart = this.slotStartMs - (this.slot % this.p.slotsPerEpoch) * this.p.slotMs;
+    this.bank.setClock(this.slot, this.p.slotsPerEpoch, Math.floor(this.slotStartMs / 1000), Math.floor(epochStart / 1000));
+    this.emit('slot', this.slot, this.parent, this.root());
+  }
+}

@@ -1,0 +1,162 @@
+import bs58 from 'bs58';
+import { splitHostPort } from '../../base/host-port';
+import type { Log } from '../../base/log';
+import { metrics, type Gauge, type Registry } from '../../base/metrics';
+import { Chain, shredVersionOf } from './chain';
+import { LOCALCHAIN_DEFAULTS, type LocalChainConfig } from './config';
+import { accountMethods } from './methods/accounts';
+import { blockMethods } from './methods/blocks';
+import { clusterMethods } from './methods/cluster';
+import type { Methods } from './methods/common';
+import { tokenMethods } from './methods/tokens';
+import { transactionMethods } from './methods/transactions';
+import { PubSub } from './pubsub';
+import { startRpcServer } from './rpc/server';
+import { ShredSender } from './shred-sender';
+
+// The local chain node: a single validator on an in-process SVM (litesvm) behind Solana's JSON-RPC (HTTP) and
+// PubSub (WebSocket) on one port, producing 400 ms slots whose entries (PoH-chained ticks and transactions)
+// are shredded, signed by the node's identity, and sent as UDP to an ingest port when `shredTo` is set.
+// For local runs and tests: the upstream every Solana surface of meridian can use unchanged.
+
+export { parseLocalChainConfig, LOCALCHAIN_DEFAULTS, type LocalChainConfig } from './config';
+
+export interface LocalChainOptions extends Partial<Omit<LocalChainConfig, 'enabled'>> {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** 0 = ephemeral. HTTP JSON-RPC and WebSocket on the same port (ws upgrade). Default 18899. */
+  port?: number;
+  /** Default 400. */
+  slotMs?: number;
+  /** "host:port" of an ingest UDP port; absent = don't shred. */
+  shredTo?: string;
+  /** Default: derived from the genesis hash (agave's compute_shred_version). */
+  shredVersion?: number;
+  log?: Log;
+  /** Where the node's gauges go (meridian_localchain_*); default the process registry. */
+  registry?: Registry;
+  /** Initial balance of the demo payer; default 1,000,000 SOL. */
+  faucetLamports?: bigint;
+}
+
+export interface LocalChain {
+  httpUrl: string;
+  wsUrl: string;
+  /** Base58 leader/validator identity (signs shreds; the only leader in getLeaderSchedule). */
+  identity: string;
+  /** 64-byte secret key (seed ‖ public key) of a funded keypair (local runs only). */
+  payer: Uint8Array;
+  /** Shred version the node puts on the wire (and reports in getClusterNodes). */
+  shredVersion: number;
+  genesisHash: string;
+  /** The working (processed) slot. */
+  slot(): number;
+  /** Counters for logs, metrics and tests. */
+  stats(): LocalChainStats;
+  close(): Promise<void>;
+}
+
+export interface LocalChainStats {
+  slot: number;
+  transactions: number;
+  shredsSent: number;
+  shredBatchesSent: number;
+  shredSendErrors: number;
+  wsConnections: number;
+  notificationsSent: number;
+  slowSubscribersClosed: number;
+}
+
+function urlHost(host: string): string {
+  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return h.includes(':') ? `[${h}]` : h;
+}
+
+export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalChain> {
+  const d = LOCALCHAIN_DEFAULTS;
+  const host = o.host ?? d.host;
+  const chain = new Chain({
+    slotMs: o.slotMs ?? d.slotMs,
+    ticksPerSlot: o.ticksPerSlot ?? d.ticksPerSlot,
+    hashesPerTick: o.hashesPerTick ?? d.hashesPerTick,
+    slotsPerEpoch: o.slotsPerEpoch ?? d.slotsPerEpoch,
+    entryBatchMs: o.entryBatchMs ?? d.entryBatchMs,
+    faucetLamports: o.faucetLamports ?? d.faucetLamports,
+    ledgerSlots: Math.max(151, o.ledgerSlots ?? d.ledgerSlots),
+    ledgerTransactions: o.ledgerTransactions ?? d.ledgerTransactions,
+    log: o.log,
+  });
+  const shredVersion = o.shredVersion ?? shredVersionOf(chain.genesisHash);
+  let shredder: ShredSender | null = null;
+  if (o.shredTo !== undefined) {
+    const target = splitHostPort(o.shredTo, '127.0.0.1');
+    if (target === null) throw new Error('localchain: shredTo is not HOST:PORT');
+    shredder = new ShredSender({ ...target, shredVersion, leaderSeed: chain.identity.seed, genesisRoot: chain.genesisHash });
+    chain.shredder = shredder;
+  }
+  const pubsub = new PubSub(chain, {
+    maxSubscriptionsPerConnection: o.maxSubscriptionsPerConnection ?? d.maxSubscriptionsPerConnection,
+    maxSubscriptions: o.maxSubscriptions ?? d.maxSubscriptions,
+    maxBufferedBytes: o.maxWsBufferedBytes ?? d.maxWsBufferedBytes,
+  });
+  // The address getClusterNodes reports is only known once listening; the methods read it lazily.
+  const addr = { rpc: '', shredVersion };
+  const methods: Methods = { ...clusterMethods(chain, addr), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain), ...tokenMethods(chain) };
+  chain.start();
+  let server;
+  try {
+    server = await startRpcServer(methods, pubsub, {
+      host,
+      port: o.port ?? d.port,
+      maxBodyBytes: o.maxBodyBytes ?? d.maxBodyBytes,
+      maxBatch: o.maxBatch ?? d.maxBatch,
+      maxConnections: o.maxConnections ?? d.maxConnections,
+      maxWsMessageBytes: 64 * 1024,
+      log: o.log,
+    });
+  } catch (e) {
+    chain.close();
+    await shredder?.close();
+    throw e;
+  }
+  const hostPort = `${urlHost(host)}:${server.port}`;
+  addr.rpc = hostPort;
+  o.log?.info({ identity: chain.identityB58, port: server.port, slotMs: chain.p.slotMs, shredding: shredder !== null, shredVersion }, 'local chain node started');
+  const registry = o.registry ?? metrics;
+  const gauges: Gauge[] = [
+    registry.gauge('meridian_localchain_slot', 'Working slot of the local chain node', undefined, () => chain.slot),
+    registry.gauge('meridian_localchain_transactions_executed', 'Transactions the local chain executed into blocks', undefined, () => chain.transactionsTotal),
+    registry.gauge('meridian_localchain_shreds_sent', 'Shreds the local chain sent to its shredTo address', undefined, () => shredder?.shredsSent ?? 0),
+    registry.gauge('meridian_localchain_ws_connections', 'Open PubSub WebSocket connections of the local chain', undefined, () => pubsub.connections()),
+  ];
+  let closing: Promise<void> | null = null;
+  return {
+    httpUrl: `http://${hostPort}`,
+    wsUrl: `ws://${hostPort}`,
+    identity: chain.identityB58,
+    payer: new Uint8Array(Buffer.concat([chain.payer.seed, chain.payer.publicKey])),
+    shredVersion,
+    genesisHash: bs58.encode(chain.genesisHash),
+    slot: () => chain.slot,
+    stats: () => ({
+      slot: chain.slot,
+      transactions: chain.transactionsTotal,
+      shredsSent: shredder?.shredsSent ?? 0,
+      shredBatchesSent: shredder?.batchesSent ?? 0,
+      shredSendErrors: shredder?.errors ?? 0,
+      wsConnections: pubsub.connections(),
+      notificationsSent: pubsub.notificationsSent,
+      slowSubscribersClosed: pubsub.slowClosed,
+    }),
+    close: () => {
+      closing ??= (async () => {
+        for (const g of gauges) registry.remove(g);
+        chain.close();
+        await server.close();
+        await shredder?.close();
+        o.log?.info({ slot: chain.slot, transactions: chain.transactionsTotal, shreds: shredder?.shredsSent ?? 0 }, 'local chain node stopped');
+      })();
+      return closing;
+    },
+  };
+}
