@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { FIXTURES, cliCommand, fixture, projectRoot } from '../support/paths';
+import { circles, importGraph, layerViolations, specifiers } from './import-graph';
 
 // The project stands alone: a clone with nothing beside it builds and passes its tests. So no source, test or
 // script may resolve a path outside the project's tree (a sibling folder next to the checkout, an absolute path of
@@ -159,5 +160,50 @@ describe('the project tree stands alone', () => {
     }
     assert.ok(named.size >= 3, [...named].join(', '));
     for (const n of named) assert.ok(fs.existsSync(path.join(ROOT, 'test', 'fixtures', n)), `test/fixtures/${n}`);
+  });
+});
+
+describe('the import graph keeps its layers (README, "Layout")', () => {
+  const PRODUCTION = ['bus', 'proto', 'ingest', 'fanout', 'gateways', 'infra'];
+
+  it('the checker finds what it is for (it can fail)', () => {
+    // A component reaching up into the composition root, and the floor reaching into a component.
+    const bad = new Map<string, string[]>([
+      ['bus/open.ts', ['infra/config.ts', 'infra/base/log.ts']],
+      ['infra/base/metrics.ts', ['fanout/metrics.ts']],
+      ['gateways/submit/pipeline.ts', ['ingest/entry/entries.ts', 'gateways/core/usage.ts', 'proto/txn/decode.ts']],
+      ['gateways/rpc/gateway.ts', ['gateways/evm/auth.ts']],
+      ['newfolder/x.ts', []],
+    ]);
+    const why = layerViolations(bad).map((v) => `${v.from} -> ${v.to}`);
+    assert.deepEqual(why, [
+      'bus/open.ts -> infra/config.ts',
+      'infra/base/metrics.ts -> fanout/metrics.ts',
+      'gateways/submit/pipeline.ts -> ingest/entry/entries.ts',
+      'gateways/rpc/gateway.ts -> gateways/evm/auth.ts',
+      'newfolder/x.ts -> ',
+    ]);
+    // The root and the tests may import anything.
+    assert.deepEqual(layerViolations(new Map([['infra/launcher.ts', ['ingest/worker.ts', 'infra/local/chain/index.ts']], ['test/x.test.ts', ['fanout/filter.ts']]])), []);
+    // Circles, including a type-only one through a third file, and none in a chain.
+    assert.deepEqual(circles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']], ['d.ts', ['a.ts']]])), [['a.ts', 'b.ts', 'c.ts']]);
+    assert.deepEqual(circles(new Map([['a.ts', ['a.ts']]])), [['a.ts']]);
+    assert.deepEqual(circles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', []]])), []);
+    // Type-only imports, re-exports and lazy imports are edges too; comments are not.
+    assert.deepEqual(specifiers("import type { A } from './a';\nexport { B } from '../b';\nconst c = await import('./c');\n// from './d'\nimport './e';"), ['./a', '../b', './c', './e']);
+  });
+
+  it('no production folder imports above its layer, and the floor imports nothing of the project', () => {
+    const graph = importGraph(ROOT, PRODUCTION);
+    assert.ok(graph.size > 200, `scanned ${graph.size} files`);
+    // The scan sees the edges it must (a checker that read nothing would pass).
+    assert.ok(graph.get('bus/open.ts')?.includes('bus/config.ts'), 'bus/open.ts -> bus/config.ts');
+    assert.ok(graph.get('gateways/submit/pipeline.ts')?.includes('proto/txn/decode.ts'), 'submit reads the shared transaction codec');
+    assert.deepEqual(layerViolations(graph).map((v) => `${v.from} -> ${v.to}: ${v.why}`), []);
+  });
+
+  it('no import circles among production files', () => {
+    const graph = importGraph(ROOT, PRODUCTION);
+    assert.deepEqual(circles(graph), []);
   });
 });

@@ -1,0 +1,189 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+// The project's import graph and the rules it must keep (README, "Layout"): which folder may import which, and no
+// circles. Pure functions over { file → imported files } so the rules can be shown failing on made-up graphs.
+//
+//   infra/base   the floor: log, metrics, config reading, args, keypairs, addresses, listen errors, JSON-RPC client
+//   proto        wire formats: the v1 proto, its hot-path encoder, the transaction codec (proto/txn)
+//   bus          the Bus, its implementations, one codec per topic, rentals
+//   ingest, fanout, gateways/core, gateways/{rpc,evm,submit}   the components
+//   infra/local  stand-ins for the world outside (local chain, anvil, Kafka broker, demo traffic)
+//   infra/ops    operations jobs (billing, the admin endpoint)
+//   infra        the composition root (CLI, launcher, config, commands): may import anything
+//   test         may import anything
+
+/** A folder whose files follow one rule; a file belongs to the longest unit that contains it. */
+export type Unit = string;
+
+/** What each unit may import besides itself. A unit absent here (the root, test/) may import anything. */
+export const MAY_IMPORT: Readonly<Record<Unit, readonly Unit[]>> = {
+  'infra/base': [],
+  proto: ['infra/base'],
+  bus: ['infra/base'],
+  ingest: ['infra/base', 'bus', 'proto'],
+  fanout: ['infra/base', 'bus', 'proto'],
+  'gateways/core': ['infra/base', 'bus', 'proto'],
+  'gateways/rpc': ['infra/base', 'bus', 'proto', 'gateways/core'],
+  'gateways/evm': ['infra/base', 'bus', 'proto', 'gateways/core'],
+  'gateways/submit': ['infra/base', 'bus', 'proto', 'gateways/core'],
+  'infra/local': ['infra/base', 'bus', 'proto', 'ingest'],
+  'infra/ops': ['infra/base', 'bus'],
+};
+
+/** Units that follow no rule but still belong somewhere (so a file is never unclassified). */
+const FREE_UNITS: readonly Unit[] = ['infra', 'test'];
+
+/** The unit of a project-relative path (forward slashes), or null when it is in none (a new top-level folder). */
+export function unitOf(rel: string): Unit | null {
+  let best: Unit | null = null;
+  for (const u of [...Object.keys(MAY_IMPORT), ...FREE_UNITS]) {
+    if ((rel === u || rel.startsWith(`${u}/`)) && (best === null || u.length > best.length)) best = u;
+  }
+  return best;
+}
+
+/** Relative module specifiers of a source text: static and type-only imports, re-exports, import(), require(). */
+export function specifiers(text: string): string[] {
+  // Comments may quote paths; they import nothing (blanked, lines kept).
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/^[ \t]*\/\/[^\n]*/gm, '');
+  const out: string[] = [];
+  const re = /(?:\bfrom\s+|\bimport\s*\(\s*|\brequire(?:\.resolve)?\s*\(\s*|^\s*import\s+)(['"])(\.{1,2}\/[^'"\n]*|\.{1,2})\1/gm;
+  for (const m of code.matchAll(re)) out.push(m[2]!);
+  return out;
+}
+
+const EXTS = ['.ts', '.d.ts', '.js', '.json', '/index.ts', '/index.js'];
+
+/** The project-relative file a specifier in `fromRel` resolves to, or null (not in the tree). */
+export function resolveSpecifier(root: string, fromRel: string, spec: string): string | null {
+  const base = path.resolve(root, path.dirname(fromRel), spec);
+  const cands = [base, ...EXTS.map((x) => base + x)];
+  for (const c of cands) {
+    if (fs.existsSync(c) && fs.statSync(c).isFile()) return path.relative(root, c).split(path.sep).join('/');
+  }
+  return null;
+}
+
+export type Graph = ReadonlyMap<string, readonly string[]>;
+
+export interface Violation {
+  from: string;
+  to: string;
+  why: string;
+}
+
+/** Imports that break MAY_IMPORT, or that leave every unit. */
+export function layerViolations(graph: Graph): Violation[] {
+  const out: Violation[] = [];
+  for (const [from, tos] of graph) {
+    const fu = unitOf(from);
+    if (fu === null) {
+      out.push({ from, to: '', why: `${from} is in no unit: add its folder to MAY_IMPORT (and the README's layout)` });
+      continue;
+    }
+    const allowed = MAY_IMPORT[fu];
+    if (allowed === undefined) continue;
+    for (const to of tos) {
+      const tu = unitOf(to);
+      if (tu === fu) continue;
+      if (tu === null || !allowed.includes(tu)) out.push({ from, to, why: `${fu} may not import ${tu ?? to} (allowed: ${allowed.join(', ') || 'nothing of the project'})` });
+    }
+  }
+  return out;
+}
+
+/** Every strongly connected group of two or more files (or a file importing itself): the import circles. */
+export function circles(graph: Graph): string[][] {
+  // Tarjan's algorithm, iterative (a deep chain of imports must not overflow the stack).
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  const edges = (v: string): readonly string[] => graph.get(v) ?? [];
+  for (const start of graph.keys()) {
+    if (index.has(start)) continue;
+    const work: Array<{ v: string; i: number }> = [{ v: start, i: 0 }];
+    index.set(start, next);
+    low.set(start, next++);
+    stack.push(start);
+    onStack.add(start);
+    while (work.length > 0) {
+      const top = work[work.length - 1]!;
+      const es = edges(top.v);
+      if (top.i < es.length) {
+        const w = es[top.i++]!;
+        if (!index.has(w)) {
+          index.set(w, next);
+          low.set(w, next++);
+          stack.push(w);
+          onStack.add(w);
+          work.push({ v: w, i: 0 });
+        } else if (onStack.has(w)) {
+          low.set(top.v, Math.min(low.get(top.v)!, index.get(w)!));
+        }
+        continue;
+      }
+      work.pop();
+      if (work.length > 0) {
+        const parent = work[work.length - 1]!.v;
+        low.set(parent, Math.min(low.get(parent)!, low.get(top.v)!));
+      }
+      if (low.get(top.v) === index.get(top.v)) {
+        const group: string[] = [];
+        let w: string;
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          group.push(w);
+        } while (w !== top.v);
+        if (group.length > 1 || edges(top.v).includes(top.v)) out.push(group.sort());
+      }
+    }
+  }
+  return out;
+}
+
+/** The unit-level picture: which unit imports which (for the README and for failure messages). */
+export function unitEdges(graph: Graph): Map<Unit, Set<Unit>> {
+  const out = new Map<Unit, Set<Unit>>();
+  for (const [from, tos] of graph) {
+    const fu = unitOf(from) ?? from;
+    for (const to of tos) {
+      const tu = unitOf(to) ?? to;
+      if (tu === fu) continue;
+      let s = out.get(fu);
+      if (s === undefined) out.set(fu, (s = new Set()));
+      s.add(tu);
+    }
+  }
+  return out;
+}
+
+const SKIP_DIRS = new Set(['node_modules', 'dist', '.git', '.cache', 'fixtures', 'scripts', 'target', 'gen']);
+
+/** The import graph of the TypeScript sources under `dirs` (project-relative), edges resolved inside the tree. */
+export function importGraph(root: string, dirs: readonly string[]): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  const visit = (rel: string): void => {
+    const abs = path.join(root, rel);
+    for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
+      const r = `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        if (!SKIP_DIRS.has(e.name)) visit(r);
+      } else if (e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
+        const text = fs.readFileSync(path.join(root, r), 'utf8');
+        const tos = new Set<string>();
+        for (const s of specifiers(text)) {
+          const to = resolveSpecifier(root, r, s);
+          if (to !== null) tos.add(to);
+        }
+        graph.set(r, [...tos]);
+      }
+    }
+  };
+  for (const d of dirs) visit(d);
+  return graph;
+}
