@@ -1,40 +1,49 @@
 import bs58 from 'bs58';
-import dgram from 'node:dgram';
 import type { Server } from 'node:http';
 import type { Bus } from '../bus/bus';
 import { openBus } from '../bus/open';
 import type { RentalRegistry } from '../bus/rental-registry';
 import { startIngest } from '../ingest/worker';
+import type { IngestConfig } from '../ingest/config';
 import { startFanout } from '../fanout/server';
 import { startFanoutWorkers, workerScript } from '../fanout/cluster';
-import { resolveWorkers } from '../fanout/config';
+import { resolveWorkers, type FanoutConfig } from '../fanout/config';
 import { startAdmin } from './ops/admin/server';
 import { startBillingJob } from './ops/billing/job';
+import type { AdminConfig, BillingConfig } from './ops/config';
 import { startRpcGateway } from '../gateways/rpc/gateway';
+import type { RpcGatewayConfig } from '../gateways/rpc/config';
 import { startEvmGateway } from '../gateways/evm/gateway';
+import type { EvmGatewayConfig } from '../gateways/evm/config';
 import type { UpstreamEndpoint } from '../gateways/core';
 import { UsageProducer } from '../bus/usage-producer';
 import { startAnvil } from './local/anvil/anvil';
 import { chainRpc } from './base/json-rpc';
-import type { Config } from './config';
+import type { Config, MetricsConfig } from './config';
 import { asListenError } from './base/config-read';
 import { startDemoTraffic, type SendTx } from './local/demo/traffic';
+import type { DemoConfig } from './local/demo/config';
 import type { Tip } from './local/demo/transfers';
-import type { Endpoints } from './base/endpoints';
-import { startLocalChain, type LocalChain } from './local/chain';
+import type { Endpoints, HttpWs } from './base/endpoints';
+import { startLocalChain, type LocalChain, type LocalChainConfig } from './local/chain';
 import { metrics, serveMetrics, type HealthCheck } from './base/metrics';
 import type { Log } from './base/log';
 import { openRentals } from '../bus/rentals-source';
 import { startSubmit, type SubmitService } from '../gateways/submit/service';
+import type { SubmitConfig } from '../gateways/submit/config';
 import { rejectionMessage } from '../gateways/submit/rejections';
 import { QuicListener } from '../gateways/submit/quic/listener';
+import type { QuicConfig } from '../gateways/submit/quic/config';
+import type { FanoutWorkerPayload } from './fanout-worker';
 
 // Everything `meridian start` runs, in dependency order, with one stop() that undoes it in reverse.
 //
 // The metrics server comes first (and goes last), then the bus and the rentals (one registry every surface
-// reads), then COMPONENTS in order. A
-// component is a small block: it reads its config section, starts, registers its stop, and adds its keys to the
-// endpoints. Components that depend on an earlier one read what it left in the Launch (the chain, `send`).
+// reads), then the components. A component is a function of what it needs (its config section, the floor
+// below, values earlier components returned) that returns what it provides (addresses, handles) and its stop,
+// or undefined when it does not run. launch() is the one place that feeds one component's output to another,
+// registers the stops, and builds the endpoints from what came back. The config is only read: what a
+// component derives from another (ingest fed by the local chain) is a new value.
 
 export interface Running {
   endpoints: Endpoints;
@@ -43,292 +52,309 @@ export interface Running {
 
 type Stopper = () => Promise<void>;
 
-/** What the components share while they start. */
-interface Launch {
-  /** The launcher's own copy: a component may point a later one at what it started (chain → ingest). */
-  cfg: Config;
-  log: Log;
+/** A component that runs: what it provides, and how to stop it. */
+type Started<T = unknown> = T & { stop: Stopper };
+
+/** What every component may use: the bus, the one rentals registry, the process log. */
+interface Floor {
   bus: Bus;
   rentals: RentalRegistry;
-  endpoints: Endpoints;
-  onStop(s: Stopper): void;
-  /** /readyz checks; a component may add its own (they are read at every request). */
-  checks: HealthCheck[];
-  /** The local chain node, when it runs. */
-  chain?: LocalChain;
-  /**
-   * How locally made transactions (demo traffic) reach the chain: its sendTransaction by default. A component
-   * that should carry them instead (the submission service) replaces it.
-   */
-  send?: SendTx;
-  /** Paid in every locally made transaction once `send` goes through the submission service. */
+  log: Log;
+}
+
+/** How locally made transactions (demo traffic) reach the chain, and the tip each must pay that way. */
+interface Carrier {
+  send: SendTx;
   tip?: Tip;
-  /** The submission service, when it runs (its QUIC transport feeds the same pipeline). */
-  submit?: SubmitService;
-  /** The one usage-event producer of this process (its metrics are process-wide), made by the first surface that meters. */
-  usage?: UsageProducer;
 }
 
-function usageProducer(l: Launch): UsageProducer {
-  if (l.usage === undefined) {
-    const usage = new UsageProducer(l.bus, { log: l.log.child({ component: 'usage' }) });
-    l.onStop(() => usage.close());
-    l.usage = usage;
+/** Stoppers run last in, first out; one that fails is logged and the rest still run. */
+class Stops {
+  private readonly list: Stopper[] = [];
+  constructor(private readonly log: Log) {}
+  add(s: Stopper): void {
+    this.list.push(s);
   }
-  return l.usage;
+  async run(): Promise<void> {
+    for (const s of this.list.splice(0).reverse()) {
+      try {
+        await s();
+      } catch (e) {
+        this.log.warn({ err: e }, 'error while stopping a component');
+      }
+    }
+  }
 }
-
-interface Component {
-  name: string;
-  start(l: Launch): Promise<void>;
-  /** The config key of its one listen address, so a port in use is reported as that key to change. */
-  listenKey?: string;
-}
-
-const COMPONENTS: Component[] = [
-  { name: 'admin', start: startAdminComponent, listenKey: 'admin.listen' },
-  { name: 'billing', start: startBillingComponent },
-  { name: 'localchain', start: startChainComponent, listenKey: 'localchain.listen' },
-  { name: 'ingest', start: startIngestComponent },
-  { name: 'fanout', start: startFanoutComponent, listenKey: 'fanout.listen' },
-  // Surfaces add their block here (rpc, submit, evm, …): each adds its own endpoint keys.
-  { name: 'submit', start: startSubmitComponent },
-  { name: 'submit.quic', start: startQuicComponent, listenKey: 'gateways.submit.quic.listen' },
-  { name: 'rpc', start: startRpcComponent },
-  { name: 'evm', start: startEvmComponent },
-  { name: 'demo', start: startDemoComponent }, // last: it sends through whatever `send` the blocks above chose
-];
 
 /** HOST:PORT with IPv6 hosts bracketed. */
 const joinHostPort = (host: string, port: number): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
 
-/**
- * A free UDP port on `host`, found by binding port 0 and closing. The chain must know where to shred before
- * ingest starts (ingest needs the chain up for its leader schedule), so an ephemeral ingest port is chosen here.
- */
-async function freeUdpPort(host: string): Promise<number> {
-  const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
-  await new Promise<void>((resolve, reject) => {
-    s.once('error', reject);
-    s.bind(0, host, () => resolve());
+/** The same object without its undefined values: a surface that does not run is absent from the endpoints. */
+function present<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+// --- metrics: /metrics, /healthz and /readyz; `checks` are read at every request.
+async function startMetricsServer(cfg: MetricsConfig, checks: HealthCheck[]): Promise<Started<{ url?: string }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  const server: Server = await serveMetrics(metrics, cfg.host, cfg.port, checks).catch((e: unknown) => {
+    throw asListenError(e, 'metrics.listen');
   });
-  const port = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
+  const a = server.address();
+  return {
+    url: a !== null && typeof a === 'object' ? `http://${joinHostPort(cfg.host, a.port)}/metrics` : undefined,
+    stop: () => new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections(); // a keep-alive scraper must not hold shutdown open
+    }),
+  };
 }
 
 // --- admin: the loopback-only rentals endpoint of a single-machine run (`meridian rentals …` talks to it).
-async function startAdminComponent(l: Launch): Promise<void> {
-  const a = l.cfg.admin;
-  if (!a.enabled) return;
-  const admin = await startAdmin(l.bus, l.rentals, { host: a.host, port: a.port, regions: l.cfg.rentals.regions, log: l.log.child({ component: 'admin' }) });
-  l.onStop(() => admin.close());
-  l.endpoints.admin = admin.address;
+async function startAdminComponent(cfg: AdminConfig, regions: string[], f: Floor): Promise<Started<{ address: string }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  const admin = await startAdmin(f.bus, f.rentals, { host: cfg.host, port: cfg.port, regions, log: f.log.child({ component: 'admin' }) });
+  return { address: admin.address, stop: () => admin.close() };
 }
 
 // --- billing: the usage → ledger job (the single-machine run keeps it on its embedded bus).
-async function startBillingComponent(l: Launch): Promise<void> {
-  const b = l.cfg.billing;
-  if (!b.enabled) return;
-  const billing = await startBillingJob(l.bus, { group: b.group, outDir: b.outDir, log: l.log.child({ component: 'billing' }) });
-  l.onStop(() => billing.close());
+async function startBillingComponent(cfg: BillingConfig, f: Floor): Promise<Started | undefined> {
+  if (!cfg.enabled) return undefined;
+  const billing = await startBillingJob(f.bus, { group: cfg.group, outDir: cfg.outDir, log: f.log.child({ component: 'billing' }) });
+  return { stop: () => billing.close() };
+}
+
+// --- localchain: the local chain node. It starts without a shred target unless its config names one: ingest
+// needs the node's RPC (leader schedule) to start, so launch() points the node at ingest once ingest listens.
+async function startChainComponent(cfg: LocalChainConfig, log: Log): Promise<Started<{ chain: LocalChain; carrier: Carrier }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  const chain = await startLocalChain({ ...cfg, log: log.child({ component: 'localchain' }) });
+  const call = chainRpc(chain.httpUrl);
+  const send: SendTx = async (tx) => {
+    await call('sendTransaction', [tx.toString('base64'), { encoding: 'base64', skipPreflight: true }]);
+  };
+  return { chain, carrier: { send }, stop: () => chain.close() };
 }
 
 /** The node serves each epoch's leader schedule a full epoch ahead, so ingest's usual refresh interval is ample. */
 const LOCAL_LEADER_REFRESH_MS = 60_000;
 
-// --- localchain: the local chain node; when ingest runs too, it shreds its blocks into ingest and ingest checks
-// every shred's leader signature against the chain's own leader schedule (the production path).
-async function startChainComponent(l: Launch): Promise<void> {
-  const c = l.cfg.localchain;
-  if (!c.enabled) return;
-  const ingest = l.cfg.ingest;
-  const feedsIngest = ingest.enabled && c.shredTo === undefined;
-  if (feedsIngest && ingest.port === 0) ingest.port = await freeUdpPort(ingest.host);
-  const chain = await startLocalChain({
-    ...c,
-    shredTo: feedsIngest ? joinHostPort(ingest.host, ingest.port) : c.shredTo,
-    log: l.log.child({ component: 'localchain' }),
-  });
-  l.onStop(() => chain.close());
-  l.chain = chain;
-  l.endpoints.chain = { http: chain.httpUrl, ws: chain.wsUrl };
-  if (feedsIngest) {
-    l.cfg.ingest = { ...ingest, shredVersion: chain.shredVersion, leader: { mode: 'rpc', rpcUrl: chain.httpUrl, refreshMs: LOCAL_LEADER_REFRESH_MS } };
-    l.log.info({ shredVersion: chain.shredVersion }, 'ingest takes its leader schedule from the local chain (leader-signature check on)');
-  }
-  const call = chainRpc(chain.httpUrl);
-  l.send = async (tx) => {
-    await call('sendTransaction', [tx.toString('base64'), { encoding: 'base64', skipPreflight: true }]);
-  };
+/** Ingest fed by the local chain checks every shred's leader signature against the chain's own schedule (the production path). */
+function ingestFedBy(chain: LocalChain, cfg: IngestConfig): IngestConfig {
+  return { ...cfg, shredVersion: chain.shredVersion, leader: { mode: 'rpc', rpcUrl: chain.httpUrl, refreshMs: LOCAL_LEADER_REFRESH_MS } };
 }
 
-// --- ingest: shreds in over UDP, entry batches and transactions out to the bus.
-async function startIngestComponent(l: Launch): Promise<void> {
-  const cfg = l.cfg.ingest;
-  if (!cfg.enabled) return;
-  if (cfg.shredVersion === null) l.log.warn('ingest accepts any shred version (local default); set ingest.shredVersion in production');
-  if (cfg.leader.mode === 'off') l.log.warn('ingest skips the leader-signature check (no leader source configured); set ingest.leader in production');
-  const ingest = await startIngest(cfg, l.bus, l.log.child({ component: 'ingest' }));
-  l.onStop(() => ingest.close());
-  l.endpoints.ingest = `udp://${joinHostPort(ingest.address.host, ingest.address.port)}`;
+// --- ingest: shreds in over UDP, entry batches and transactions out to the bus. It listens where its config
+// says (port 0 = ephemeral): the address it returns is the one to send to.
+async function startIngestComponent(cfg: IngestConfig, f: Floor): Promise<Started<{ address: string }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  if (cfg.shredVersion === null) f.log.warn('ingest accepts any shred version (local default); set ingest.shredVersion in production');
+  if (cfg.leader.mode === 'off') f.log.warn('ingest skips the leader-signature check (no leader source configured); set ingest.leader in production');
+  const ingest = await startIngest(cfg, f.bus, f.log.child({ component: 'ingest' }));
+  return { address: joinHostPort(ingest.address.host, ingest.address.port), stop: () => ingest.close() };
 }
 
 // --- fanout: the v1 gRPC stream. fanout.workers > 1 (Kafka bus only): worker processes on the one port, each its
 // own bus reader, rentals projection and usage producer (infra/fanout-worker.ts); their metrics carry worker="N".
-async function startFanoutComponent(l: Launch): Promise<void> {
-  if (!l.cfg.fanout.enabled) return;
-  const log = l.log.child({ component: 'fanout' });
-  const workers = resolveWorkers(l.cfg.fanout, l.bus.kind);
+async function startFanoutComponent(
+  cfg: FanoutConfig,
+  f: Floor,
+  usage: () => UsageProducer,
+  workerPayload: FanoutWorkerPayload,
+): Promise<Started<{ address: string; health?: HealthCheck }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  const log = f.log.child({ component: 'fanout' });
+  const workers = resolveWorkers(cfg, f.bus.kind);
   if (workers === 1) {
-    if (l.cfg.fanout.workers === 0 && l.bus.kind === 'embedded') log.info('fanout.workers auto: one process (workers read the bus each for themselves; the embedded bus is inside this one)');
-    const fanout = await startFanout(l.cfg.fanout, l.bus, l.rentals, log, { usage: usageProducer(l) });
-    l.onStop(() => fanout.close());
-    l.endpoints.stream = fanout.address;
-    return;
+    if (cfg.workers === 0 && f.bus.kind === 'embedded') log.info('fanout.workers auto: one process (workers read the bus each for themselves; the embedded bus is inside this one)');
+    const fanout = await startFanout(cfg, f.bus, f.rentals, log, { usage: usage() });
+    return { address: fanout.address, stop: () => fanout.close() };
   }
-  const pool = await startFanoutWorkers({ count: workers, ...workerScript(__dirname, 'fanout-worker', __filename), payload: { config: l.cfg }, log });
+  const pool = await startFanoutWorkers({ count: workers, ...workerScript(__dirname, 'fanout-worker', __filename), payload: workerPayload, log });
   const unregister = metrics.addRemote(() => pool.metrics());
-  l.onStop(async () => {
-    unregister();
-    await pool.close();
-  });
-  l.checks.push({ name: 'fanout workers', check: () => pool.healthy() });
-  l.endpoints.stream = pool.address;
-}
-
-// --- rpc: the chain JSON-RPC gateway (HTTP + WebSocket) in front of the configured chain nodes, or the local
-// chain node when none is configured; usage events through its own producer on the bus.
-async function startRpcComponent(l: Launch): Promise<void> {
-  const cfg = l.cfg.gateways.rpc;
-  if (!cfg.enabled) return;
-  const local = l.chain === undefined ? [] : [{ http: l.chain.httpUrl, ws: l.chain.wsUrl }];
-  if (cfg.upstreams.length === 0 && local.length === 0) {
-    l.log.warn('chain JSON-RPC gateway not started: no upstream (set gateways.rpc.upstreams, or run the local chain)');
-    return;
-  }
-  const gw = await startRpcGateway(cfg, { rentals: l.rentals, log: l.log.child({ component: 'rpc' }), usage: usageProducer(l), upstreams: local });
-  l.onStop(() => gw.close());
-  l.endpoints.rpc = { http: gw.http.url, ws: gw.ws.url };
-}
-
-// --- evm: the EVM endpoints, one HTTP + WebSocket pair per served chain id; a local anvil per chain that asks for
-// one (anvil: true) as its upstream; usage events through its own producer on the bus.
-async function startEvmComponent(l: Launch): Promise<void> {
-  const cfg = l.cfg.gateways.evm;
-  if (!cfg.enabled) return;
-  const local = new Map<number, UpstreamEndpoint[]>();
-  for (const c of cfg.chains.filter((x) => x.anvil)) {
-    const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}) });
-    l.onStop(() => node.stop());
-    local.set(c.chainId, [{ http: node.httpUrl, ws: node.wsUrl }]);
-    l.log.info({ chain: c.chainId, blockTime: c.anvilBlockTime }, 'local anvil started');
-  }
-  const gw = await startEvmGateway(cfg, { rentals: l.rentals, usage: usageProducer(l), log: l.log.child({ component: 'evm' }) }, local);
-  l.onStop(() => gw.close());
-  l.endpoints.evm = Object.fromEntries(gw.chains.map((c) => [String(c.chainId), { http: c.http, ws: c.ws }]));
+  return {
+    address: pool.address,
+    health: { name: 'fanout workers', check: () => pool.healthy() },
+    stop: async () => {
+      unregister();
+      await pool.close();
+    },
+  };
 }
 
 // --- submit: the submission service (HTTP, UDP) forwarding to the configured targets or the local chain node.
-// Once it runs, locally made transactions (demo traffic) go through it, paying its tip, like a customer's.
-async function startSubmitComponent(l: Launch): Promise<void> {
-  const c = l.cfg.gateways.submit;
-  if (!c.enabled) return;
-  const local = l.chain === undefined ? [] : [l.chain.httpUrl];
-  if (c.forwardUrls.length === 0 && local.length === 0) throw new Error('gateways.submit: no forward target (set gateways.submit.forwardUrls, or run the local chain node)');
-  const service = await startSubmit(c, { bus: l.bus, rentals: l.rentals, usage: usageProducer(l), log: l.log.child({ component: 'submit' }), defaultUpstreams: local });
-  l.onStop(() => service.close());
-  l.submit = service;
-  l.endpoints.submit = { http: `http://${joinHostPort(service.http.host, service.http.port)}`, ...(service.udp === undefined ? {} : { udp: joinHostPort(service.udp.host, service.udp.port) }) };
-  const apiKey = l.rentals.byIp('127.0.0.1')?.apiKeys[0];
-  l.endpoints.demo = { ...l.endpoints.demo, ...(apiKey === undefined ? {} : { apiKey }), tipAccounts: c.tips.accounts, minTipLamports: c.tips.minLamports };
-  const tipAccount = c.tips.accounts[0];
-  if (apiKey !== undefined && tipAccount !== undefined) {
-    l.tip = { account: Buffer.from(bs58.decode(tipAccount)), lamports: BigInt(c.tips.minLamports) };
-    l.send = async (tx) => {
-      const o = service.pipeline.submitNow({ apiKey, bytes: tx, transport: 'binary' });
-      if (!o.ok) throw new Error(`submission rejected: ${rejectionMessage(o.reason, o.detail)}`);
+// Given the local rental's API key and a tip account, it also carries locally made transactions (demo traffic),
+// tip paid, like a customer's.
+async function startSubmitComponent(
+  cfg: SubmitConfig,
+  f: Floor,
+  usage: () => UsageProducer,
+  chain: LocalChain | undefined,
+  localApiKey: string | undefined,
+): Promise<Started<{ service: SubmitService; http: string; udp?: string; carrier?: Carrier }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  const local = chain === undefined ? [] : [chain.httpUrl];
+  if (cfg.forwardUrls.length === 0 && local.length === 0) throw new Error('gateways.submit: no forward target (set gateways.submit.forwardUrls, or run the local chain node)');
+  const service = await startSubmit(cfg, { bus: f.bus, rentals: f.rentals, usage: usage(), log: f.log.child({ component: 'submit' }), defaultUpstreams: local });
+  const tipAccount = cfg.tips.accounts[0];
+  let carrier: Carrier | undefined;
+  if (localApiKey !== undefined && tipAccount !== undefined) {
+    carrier = {
+      tip: { account: Buffer.from(bs58.decode(tipAccount)), lamports: BigInt(cfg.tips.minLamports) },
+      send: async (tx) => {
+        const o = service.pipeline.submitNow({ apiKey: localApiKey, bytes: tx, transport: 'binary' });
+        if (!o.ok) throw new Error(`submission rejected: ${rejectionMessage(o.reason, o.detail)}`);
+      },
     };
   }
+  return {
+    service,
+    http: `http://${joinHostPort(service.http.host, service.http.port)}`,
+    udp: service.udp === undefined ? undefined : joinHostPort(service.udp.host, service.udp.port),
+    carrier,
+    stop: () => service.close(),
+  };
 }
 
 // --- submit.quic: the QUIC transport (:5000) in front of the submission pipeline. The first start builds the
 // QUIC terminator with cargo (cached under .cache/quic-terminator; progress on stderr).
-async function startQuicComponent(l: Launch): Promise<void> {
-  const c = l.cfg.gateways.submitQuic;
-  if (!c.enabled) return;
-  if (l.submit === undefined) throw new Error('gateways.submit.quic needs the submission service (gateways.submit.enabled)');
-  const quic = await QuicListener.start({ config: c, pipeline: l.submit.pipeline, log: l.log.child({ component: 'submit-quic' }) });
-  l.onStop(() => quic.close());
-  l.endpoints.submit = { ...l.endpoints.submit, quic: joinHostPort(quic.address.host, quic.address.port) };
+async function startQuicComponent(cfg: QuicConfig, submit: SubmitService | undefined, log: Log): Promise<Started<{ address: string }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  if (submit === undefined) throw new Error('gateways.submit.quic needs the submission service (gateways.submit.enabled)');
+  const quic = await QuicListener.start({ config: cfg, pipeline: submit.pipeline, log: log.child({ component: 'submit-quic' }) });
+  return { address: joinHostPort(quic.address.host, quic.address.port), stop: () => quic.close() };
 }
 
-// --- demo: signed transfers on the local chain, plus the local credentials newcomers and tests use.
-async function startDemoComponent(l: Launch): Promise<void> {
-  const chain = l.chain;
-  if (chain !== undefined) {
-    const apiKey = l.rentals.byIp('127.0.0.1')?.apiKeys[0];
-    l.endpoints.demo = {
-      ...l.endpoints.demo,
-      ...(apiKey !== undefined ? { apiKey } : {}),
-      payerSecretKey: [...chain.payer],
-    };
+// --- rpc: the chain JSON-RPC gateway (HTTP + WebSocket) in front of the configured chain nodes, or the local
+// chain node when none is configured.
+async function startRpcComponent(cfg: RpcGatewayConfig, f: Floor, usage: () => UsageProducer, chain: LocalChain | undefined): Promise<Started<HttpWs> | undefined> {
+  if (!cfg.enabled) return undefined;
+  const local = chain === undefined ? [] : [{ http: chain.httpUrl, ws: chain.wsUrl }];
+  if (cfg.upstreams.length === 0 && local.length === 0) {
+    f.log.warn('chain JSON-RPC gateway not started: no upstream (set gateways.rpc.upstreams, or run the local chain)');
+    return undefined;
   }
-  if (!l.cfg.demo.enabled) return;
-  if (chain === undefined || l.send === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
-  const demo = await startDemoTraffic(l.cfg.demo, { call: chainRpc(chain.httpUrl), send: l.send, payerSecretKey: chain.payer, ...(l.tip === undefined ? {} : { tip: l.tip }) }, l.log.child({ component: 'demo' }));
-  l.onStop(() => demo.close());
-  l.endpoints.demo = { ...l.endpoints.demo, accounts: demo.accounts };
+  const gw = await startRpcGateway(cfg, { rentals: f.rentals, log: f.log.child({ component: 'rpc' }), usage: usage(), upstreams: local });
+  return { http: gw.http.url, ws: gw.ws.url, stop: () => gw.close() };
 }
 
-export async function launch(config: Config, log: Log): Promise<Running> {
-  const cfg = structuredClone(config);
-  const stoppers: Stopper[] = [];
-  const onStop = (s: Stopper): void => void stoppers.push(s);
-  const endpoints: Endpoints = {};
+// --- evm: the EVM endpoints, one HTTP + WebSocket pair per served chain id; a local anvil per chain that asks for
+// one (anvil: true) as its upstream.
+async function startEvmComponent(cfg: EvmGatewayConfig, f: Floor, usage: () => UsageProducer): Promise<Started<{ chains: Record<string, HttpWs> }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  // Several parts: if a later one fails, the ones already running are stopped here (launch() never saw them).
+  const stops = new Stops(f.log);
+  try {
+    const local = new Map<number, UpstreamEndpoint[]>();
+    for (const c of cfg.chains.filter((x) => x.anvil)) {
+      const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}) });
+      stops.add(() => node.stop());
+      local.set(c.chainId, [{ http: node.httpUrl, ws: node.wsUrl }]);
+      f.log.info({ chain: c.chainId, blockTime: c.anvilBlockTime }, 'local anvil started');
+    }
+    const gw = await startEvmGateway(cfg, { rentals: f.rentals, usage: usage(), log: f.log.child({ component: 'evm' }) }, local);
+    stops.add(() => gw.close());
+    return { chains: Object.fromEntries(gw.chains.map((c) => [String(c.chainId), { http: c.http, ws: c.ws }])), stop: () => stops.run() };
+  } catch (e) {
+    await stops.run();
+    throw e;
+  }
+}
+
+// --- demo: signed transfers on the local chain, sent through `carrier`.
+async function startDemoComponent(cfg: DemoConfig, chain: LocalChain | undefined, carrier: Carrier | undefined, log: Log): Promise<Started<{ accounts: string[] }> | undefined> {
+  if (!cfg.enabled) return undefined;
+  if (chain === undefined || carrier === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
+  const demo = await startDemoTraffic(cfg, { call: chainRpc(chain.httpUrl), send: carrier.send, payerSecretKey: chain.payer, ...(carrier.tip === undefined ? {} : { tip: carrier.tip }) }, log.child({ component: 'demo' }));
+  return { accounts: demo.accounts, stop: () => demo.close() };
+}
+
+export async function launch(cfg: Config, log: Log): Promise<Running> {
+  const stops = new Stops(log);
   // /readyz turns 503 the moment shutdown begins, so a load balancer drains this instance before streams end.
   let started = false;
   let stopping = false;
   const stop = async (): Promise<void> => {
     stopping = true;
-    for (const s of stoppers.splice(0).reverse()) {
-      try {
-        await s();
-      } catch (e) {
-        log.warn({ err: e }, 'error while stopping a component');
-      }
-    }
+    await stops.run();
   };
   const checks: HealthCheck[] = [{ name: 'running', check: () => started && !stopping }];
   try {
     // First up, last down: /readyz says "not ready" while components start and while they drain.
-    if (cfg.metrics.enabled) {
-      const server: Server = await serveMetrics(metrics, cfg.metrics.host, cfg.metrics.port, checks).catch((e: unknown) => {
-        throw asListenError(e, 'metrics.listen');
-      });
-      onStop(() => new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections(); // a keep-alive scraper must not hold shutdown open
-      }));
-      const a = server.address();
-      if (a !== null && typeof a === 'object') endpoints.metrics = `http://${joinHostPort(cfg.metrics.host, a.port)}/metrics`;
-    }
+    const metricsServer = await startMetricsServer(cfg.metrics, checks);
+    if (metricsServer !== undefined) stops.add(metricsServer.stop);
     const bus = await openBus(cfg.bus);
-    onStop(() => bus.close());
+    stops.add(() => bus.close());
     log.info({ bus: bus.kind }, 'bus open');
     const opened = await openRentals(cfg.rentals, bus, log.child({ component: 'rentals' }));
-    onStop(() => opened.close());
-    const rentals = opened.registry;
+    stops.add(() => opened.close());
+    const floor: Floor = { bus, rentals: opened.registry, log };
 
-    const l: Launch = { cfg, log, bus, rentals, endpoints, onStop, checks };
-    for (const c of COMPONENTS) {
-      try {
-        await c.start(l);
-      } catch (e) {
-        log.error({ component: c.name }, 'component did not start');
-        throw asListenError(e, c.listenKey);
+    // One usage producer per process (its metrics are process-wide), made when a surface first asks for it
+    // rather than up front: whether anything meters here is each surface's own decision (a fanout worker pool
+    // meters in its workers, the rpc gateway stays down without an upstream), and an unused producer would
+    // still publish its metrics. Its stop goes in before the asking surface's, so it closes after every user.
+    let usageProducer: UsageProducer | undefined;
+    const usage = (): UsageProducer => {
+      if (usageProducer === undefined) {
+        const u = new UsageProducer(bus, { log: log.child({ component: 'usage' }) });
+        stops.add(() => u.close());
+        usageProducer = u;
       }
-    }
+      return usageProducer;
+    };
+
+    /** Starts one component, registers its stop, and names its config key when its port is taken. */
+    const run = async <T>(name: string, listenKey: string | undefined, start: () => Promise<Started<T> | undefined>): Promise<Started<T> | undefined> => {
+      let c: Started<T> | undefined;
+      try {
+        c = await start();
+      } catch (e) {
+        log.error({ component: name }, 'component did not start');
+        throw asListenError(e, listenKey);
+      }
+      if (c !== undefined) stops.add(c.stop);
+      return c;
+    };
+
+    const admin = await run('admin', 'admin.listen', () => startAdminComponent(cfg.admin, cfg.rentals.regions, floor));
+    await run('billing', undefined, () => startBillingComponent(cfg.billing, floor));
+    const local = await run('localchain', 'localchain.listen', () => startChainComponent(cfg.localchain, log));
+    // The local chain feeds ingest unless its config sends its shreds elsewhere.
+    const chainFeedsIngest = local !== undefined && cfg.ingest.enabled && cfg.localchain.shredTo === undefined;
+    if (chainFeedsIngest) log.info({ shredVersion: local.chain.shredVersion }, 'ingest takes its leader schedule from the local chain (leader-signature check on)');
+    const ingest = await run('ingest', undefined, () => startIngestComponent(chainFeedsIngest ? ingestFedBy(local.chain, cfg.ingest) : cfg.ingest, floor));
+    if (chainFeedsIngest && ingest !== undefined) local.chain.shredTo(ingest.address);
+    const fanout = await run('fanout', 'fanout.listen', () => startFanoutComponent(cfg.fanout, floor, usage, { config: cfg }));
+    if (fanout?.health !== undefined) checks.push(fanout.health);
+    // The local rental's key: the demo credentials show it, and the submission service carries local traffic with it.
+    const localApiKey = floor.rentals.byIp('127.0.0.1')?.apiKeys[0];
+    const submit = await run('submit', undefined, () => startSubmitComponent(cfg.gateways.submit, floor, usage, local?.chain, localApiKey));
+    const quic = await run('submit.quic', 'gateways.submit.quic.listen', () => startQuicComponent(cfg.gateways.submitQuic, submit?.service, log));
+    const rpc = await run('rpc', undefined, () => startRpcComponent(cfg.gateways.rpc, floor, usage, local?.chain));
+    const evm = await run('evm', undefined, () => startEvmComponent(cfg.gateways.evm, floor, usage));
+    // Last: through the submission service when it carries local traffic (so demo transfers pay its tip and show
+    // in its metrics like a customer's), else straight to the chain.
+    const demo = await run('demo', undefined, () => startDemoComponent(cfg.demo, local?.chain, submit?.carrier ?? local?.carrier, log));
+
+    const endpoints: Endpoints = present({
+      metrics: metricsServer?.url,
+      admin: admin?.address,
+      chain: local === undefined ? undefined : { http: local.chain.httpUrl, ws: local.chain.wsUrl },
+      ingest: ingest === undefined ? undefined : `udp://${ingest.address}`,
+      stream: fanout?.address,
+      submit: submit === undefined ? undefined : present({ http: submit.http, udp: submit.udp, quic: quic?.address }),
+      rpc: rpc === undefined ? undefined : { http: rpc.http, ws: rpc.ws },
+      evm: evm?.chains,
+      // The local credentials newcomers and tests use.
+      demo: local === undefined && submit === undefined ? undefined : present({
+        apiKey: localApiKey,
+        tipAccounts: submit === undefined ? undefined : cfg.gateways.submit.tips.accounts,
+        minTipLamports: submit === undefined ? undefined : cfg.gateways.submit.tips.minLamports,
+        payerSecretKey: local === undefined ? undefined : [...local.chain.payer],
+        accounts: demo?.accounts,
+      }),
+    });
     started = true;
     return { endpoints, stop };
   } catch (e) {
@@ -336,4 +362,3 @@ export async function launch(config: Config, log: Log): Promise<Running> {
     throw e;
   }
 }
-

@@ -37,9 +37,12 @@ describe('launcher: everything on one machine', function () {
       admin: { enabled: true, listen: '127.0.0.1:0' },
       demo: { enabled: true, txPerSec: 20, accounts: 3 },
     });
+    const given = structuredClone(cfg);
     // The registry is process-wide: count from what earlier tests left in it.
     const before = completedIn(metrics.render());
     const running = await launch(cfg, log);
+    // What a component derives for another (ingest fed by the chain) is its own value, not a rewrite of the caller's.
+    assert.deepEqual(cfg, given, 'launch() leaves its config as given');
     const e = running.endpoints;
     const base = e.metrics!.replace(/\/metrics$/, '');
     const sub = StreamClient.open(e.stream!);
@@ -54,6 +57,9 @@ describe('launcher: everything on one machine', function () {
       assert.ok(e.demo!.payerSecretKey!.every((b) => Number.isInteger(b) && b >= 0 && b < 256));
       assert.equal((await get(`${base}/healthz`)).status, 200);
       assert.equal((await get(`${base}/readyz`)).status, 200);
+      // The chain shreds to the address ingest advertises (the transfer below arriving proves they reached it).
+      const shredTo = lines.map((l) => JSON.parse(l) as { msg?: string; shredTo?: string }).filter((l) => l.msg === 'local chain node shreds from its next slot');
+      assert.deepEqual(shredTo.map((l) => l.shredTo), [e.ingest!.replace('udp://', '')]);
 
       // Demo transfers execute on the chain and reach a subscriber admitted by IP (the local rental).
       sub.send({ transactions: { demo: { accountInclude: [e.demo!.accounts![0]!] } } });
@@ -74,6 +80,9 @@ describe('launcher: everything on one machine', function () {
     }
     await assert.rejects(get(`${base}/healthz`));
     assert.ok(!lines.some((l) => l.includes('skips the leader-signature check')), 'the local run checks leader signatures');
+    // The check below passes on an empty log: first make sure the run's log, the chain's start to its stop, was captured.
+    assert.ok(lines.some((l) => l.includes('local chain node started')) && lines.some((l) => l.includes('local chain node stopped')), 'the log was captured');
+    assert.ok(lines.length >= 10, `${lines.length} log lines`);
     for (const l of lines) assert.ok(!l.includes(localKey) && !l.includes('http://'), `no key or URL in the log: ${l}`);
   });
 

@@ -128,3 +128,57 @@ describe('local chain: shreds into the ingest pipeline', function () {
     assert.ok(withTxs >= 1, 'a verified slot carried transactions');
   });
 });
+
+describe('local chain: shredTo() on a running node', function () {
+  it('shreds from the next whole slot on, to its one target', async () => {
+    const node = await startLocalChain({ host: '127.0.0.1', port: 0, slotMs: 100, log: quietLog().log });
+    const socket = dgram.createSocket('udp4');
+    const batches: BatchOutput[] = [];
+    let leaders: LeaderScheduleHandle | undefined;
+    // Transactions all along, so slots are flushed in several batches and the attach falls mid-slot between them.
+    let traffic = true;
+    const airdrops = (async () => {
+      while (traffic) await rpc(node.httpUrl, 'requestAirdrop', [Keypair.generate().publicKey.toBase58(), 1_000_000]);
+    })();
+    try {
+      let pipeline: Pipeline | null = null;
+      socket.on('message', (m) => pipeline?.push(m, Date.now()));
+      await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+      socket.setRecvBufferSize(8 * 1024 * 1024);
+      const { port } = socket.address() as AddressInfo;
+      leaders = leaderKeysFor({ mode: 'rpc', rpcUrl: node.httpUrl, refreshMs: 1000 });
+      await leaders.ready;
+      const p = new Pipeline({ shredVersion: node.shredVersion, leaders, sink: { batch: (b) => batches.push(b), slot: () => undefined } });
+      pipeline = p;
+      // Mid-chain, as the launcher does once ingest listens, and mid-slot: half a slot after one began.
+      await waitFor(() => node.slot() >= 3, 10_000, 'a few slots before any shred target');
+      const slot = node.slot();
+      await waitFor(() => node.slot() > slot, 1_000, 'the next slot', 1);
+      await new Promise((r) => setTimeout(r, 50));
+      node.shredTo(`127.0.0.1:${port}`);
+      assert.throws(() => node.shredTo(`127.0.0.1:${port}`), /already shredding/);
+      await waitFor(() => batches.filter((b) => b.batch.lastInSlot).length >= 2, 10_000, 'two slots shredded');
+      traffic = false;
+      await airdrops;
+      assert.equal(p.stats().drops.signature, 0);
+
+      // The first slot shredded is whole: its entries start at its first tick, so PoH verifies from the parent.
+      const first = batches.map((b) => b.batch.slot).reduce((a, b) => (b < a ? b : a));
+      const list = batches.filter((b) => b.batch.slot === first).sort((a, b) => a.batch.firstShred - b.batch.firstShred);
+      assert.equal(list[0]!.batch.firstShred, 0);
+      assert.ok(list[list.length - 1]!.batch.lastInSlot, `slot ${first} ends`);
+      const entries = list.flatMap((b) => b.entries).map((e) => ({ numHashes: e.numHashes, hash: Buffer.from(e.hash), signatures: e.txs.flatMap((t) => t.tx.signatures) }));
+      assert.equal(entries.filter((e) => e.signatures.length === 0).length, 64, `slot ${first} has 64 ticks`);
+      const block = await rpc(node.httpUrl, 'getBlock', [Number(first), { transactionDetails: 'none', rewards: false }]);
+      assert.ok(verifyEntries(Buffer.from(bs58.decode(block.result.previousBlockhash)), entries), `PoH of slot ${first} verifies`);
+      assert.ok(list.length > 1 && entries.some((e) => e.signatures.length > 0), `slot ${first} came in ${list.length} batches, with transactions`);
+    } finally {
+      traffic = false;
+      await airdrops;
+      leaders?.close();
+      await node.close();
+      await new Promise<void>((resolve) => socket.close(() => resolve()));
+    }
+    assert.throws(() => node.shredTo('127.0.0.1:1'), /closed/);
+  });
+});

@@ -76,7 +76,9 @@ export class Chain extends EventEmitter<ChainEvents> {
   readonly faucet: Keypair;
   readonly genesisHash: Buffer;
   readonly p: ChainParams;
+  /** Set before start(), or through shredFromNextSlot() once the slot clock runs. */
   shredder: ShredSender | null = null;
+  private nextShredder: ShredSender | null = null;
 
   slot = 0;
   parent = 0;
@@ -139,6 +141,14 @@ export class Chain extends EventEmitter<ChainEvents> {
     this.closed = true;
     clearTimeout(this.slotTimer);
     clearTimeout(this.flushTimer);
+  }
+
+  /**
+   * Shreds every slot from the next one on. Not the working slot: its earlier batches were never sent, so its
+   * first shreds would claim to start a slot they join in the middle.
+   */
+  shredFromNextSlot(s: ShredSender): void {
+    this.nextShredder = s;
   }
 
   /** Root slot: the last frozen one. */
@@ -286,6 +296,10 @@ export class Chain extends EventEmitter<ChainEvents> {
     this.txEntries = 0;
     this.maxPerEntry = 0;
     this.poh.ticks = 0;
+    if (this.nextShredder !== null) {
+      this.shredder = this.nextShredder;
+      this.nextShredder = null;
+    }
     this.slotStartMs = Date.now();
     const epochStart = this.slotStartMs - (this.slot % this.p.slotsPerEpoch) * this.p.slotMs;
     this.bank.setClock(this.slot, this.p.slotsPerEpoch, Math.floor(this.slotStartMs / 1000), Math.floor(epochStart / 1000));

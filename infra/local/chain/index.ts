@@ -16,7 +16,8 @@ import { ShredSender } from './shred-sender';
 
 // The local chain node: a single validator on an in-process SVM (litesvm) behind Solana's JSON-RPC (HTTP) and
 // PubSub (WebSocket) on one port, producing 400 ms slots whose entries (PoH-chained ticks and transactions)
-// are shredded, signed by the node's identity, and sent as UDP to an ingest port when `shredTo` is set.
+// are shredded, signed by the node's identity, and sent as UDP to an ingest port once it is told which: the
+// `shredTo` option, or shredTo() on the running node (an ingest that needs the node's RPC to start comes after it).
 // For local runs and tests: the upstream every Solana surface of meridian can use unchanged.
 
 export { parseLocalChainConfig, LOCALCHAIN_DEFAULTS, type LocalChainConfig } from './config';
@@ -28,7 +29,7 @@ export interface LocalChainOptions extends Partial<Omit<LocalChainConfig, 'enabl
   port?: number;
   /** Default 400. */
   slotMs?: number;
-  /** "host:port" of an ingest UDP port; absent = don't shred. */
+  /** "host:port" of an ingest UDP port; absent = don't shred (until shredTo() is called). */
   shredTo?: string;
   /** Default: derived from the genesis hash (agave's compute_shred_version). */
   shredVersion?: number;
@@ -51,6 +52,11 @@ export interface LocalChain {
   genesisHash: string;
   /** The working (processed) slot. */
   slot(): number;
+  /**
+   * Starts shredding to "host:port" from the next slot on (the first slot shredded is whole). Once only, and
+   * not when the shredTo option was given: a node has one shred target.
+   */
+  shredTo(hostPort: string): void;
   /** Counters for logs, metrics and tests. */
   stats(): LocalChainStats;
   close(): Promise<void>;
@@ -87,13 +93,17 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     log: o.log,
   });
   const shredVersion = o.shredVersion ?? shredVersionOf(chain.genesisHash);
-  let shredder: ShredSender | null = null;
-  if (o.shredTo !== undefined) {
-    const target = splitHostPort(o.shredTo, '127.0.0.1');
+  // Set at start or later (shredTo()): the stats, gauges and close() read it when they run.
+  let shredder = null as ShredSender | null;
+  let closed = false;
+  const newShredder = (hostPort: string): ShredSender => {
+    if (shredder !== null) throw new Error('localchain: already shredding (one shred target per node)');
+    const target = splitHostPort(hostPort, '127.0.0.1');
     if (target === null) throw new Error('localchain: shredTo is not HOST:PORT');
     shredder = new ShredSender({ ...target, shredVersion, leaderSeed: chain.identity.seed, genesisRoot: chain.genesisHash });
-    chain.shredder = shredder;
-  }
+    return shredder;
+  };
+  if (o.shredTo !== undefined) chain.shredder = newShredder(o.shredTo);
   const pubsub = new PubSub(chain, {
     maxSubscriptionsPerConnection: o.maxSubscriptionsPerConnection ?? d.maxSubscriptionsPerConnection,
     maxSubscriptions: o.maxSubscriptions ?? d.maxSubscriptions,
@@ -138,6 +148,11 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     shredVersion,
     genesisHash: bs58.encode(chain.genesisHash),
     slot: () => chain.slot,
+    shredTo: (hostPort) => {
+      if (closed) throw new Error('localchain: closed');
+      chain.shredFromNextSlot(newShredder(hostPort));
+      o.log?.info({ shredTo: hostPort }, 'local chain node shreds from its next slot');
+    },
     stats: () => ({
       slot: chain.slot,
       transactions: chain.transactionsTotal,
@@ -149,6 +164,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
       slowSubscribersClosed: pubsub.slowClosed,
     }),
     close: () => {
+      closed = true;
       closing ??= (async () => {
         for (const g of gauges) registry.remove(g);
         chain.close();
