@@ -15,7 +15,7 @@ import { startEvmGateway } from '../gateways/evm/gateway';
 import type { UpstreamEndpoint } from '../gateways/core';
 import { UsageProducer } from '../bus/usage-producer';
 import { startAnvil } from './local/anvil/anvil';
-import { chainRpc } from './base/json-rpc';
+import { jsonRpc } from './base/json-rpc';
 import type { Config } from './config';
 import { asListenError } from './base/config-read';
 import { startDemoTraffic, type SendTx } from './local/demo/traffic';
@@ -157,7 +157,7 @@ async function startChainComponent(l: Launch): Promise<void> {
     l.cfg.ingest = { ...ingest, shredVersion: chain.shredVersion, leader: { mode: 'rpc', rpcUrl: chain.httpUrl, refreshMs: LOCAL_LEADER_REFRESH_MS } };
     l.log.info({ shredVersion: chain.shredVersion }, 'ingest takes its leader schedule from the local chain (leader-signature check on)');
   }
-  const call = chainRpc(chain.httpUrl);
+  const call = jsonRpc(chain.httpUrl);
   l.send = async (tx) => {
     await call('sendTransaction', [tx.toString('base64'), { encoding: 'base64', skipPreflight: true }]);
   };
@@ -276,7 +276,7 @@ async function startDemoComponent(l: Launch): Promise<void> {
   }
   if (!l.cfg.demo.enabled) return;
   if (chain === undefined || l.send === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
-  const demo = await startDemoTraffic(l.cfg.demo, { call: chainRpc(chain.httpUrl), send: l.send, payerSecretKey: chain.payer, ...(l.tip === undefined ? {} : { tip: l.tip }) }, l.log.child({ component: 'demo' }));
+  const demo = await startDemoTraffic(l.cfg.demo, { call: jsonRpc(chain.httpUrl), send: l.send, payerSecretKey: chain.payer, ...(l.tip === undefined ? {} : { tip: l.tip }) }, l.log.child({ component: 'demo' }));
   l.onStop(() => demo.close());
   l.endpoints.demo = { ...l.endpoints.demo, accounts: demo.accounts };
 }
