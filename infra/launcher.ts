@@ -18,7 +18,7 @@ import type { EvmGatewayConfig } from '../gateways/evm/config';
 import type { UpstreamEndpoint } from '../gateways/core';
 import { UsageProducer } from '../bus/usage-producer';
 import { startAnvil } from './local/anvil/anvil';
-import { chainRpc } from './base/json-rpc';
+import { jsonRpc } from './base/json-rpc';
 import type { Config, MetricsConfig } from './config';
 import { asListenError } from './base/config-read';
 import { startDemoTraffic, type SendTx } from './local/demo/traffic';
@@ -129,7 +129,7 @@ async function startBillingComponent(cfg: BillingConfig, f: Floor): Promise<Star
 async function startChainComponent(cfg: LocalChainConfig, log: Log): Promise<Started<{ chain: LocalChain; carrier: Carrier }> | undefined> {
   if (!cfg.enabled) return undefined;
   const chain = await startLocalChain({ ...cfg, log: log.child({ component: 'localchain' }) });
-  const call = chainRpc(chain.httpUrl);
+  const call = jsonRpc(chain.httpUrl);
   const send: SendTx = async (tx) => {
     await call('sendTransaction', [tx.toString('base64'), { encoding: 'base64', skipPreflight: true }]);
   };
@@ -265,7 +265,7 @@ async function startEvmComponent(cfg: EvmGatewayConfig, f: Floor, usage: () => U
 async function startDemoComponent(cfg: DemoConfig, chain: LocalChain | undefined, carrier: Carrier | undefined, log: Log): Promise<Started<{ accounts: string[] }> | undefined> {
   if (!cfg.enabled) return undefined;
   if (chain === undefined || carrier === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
-  const demo = await startDemoTraffic(cfg, { call: chainRpc(chain.httpUrl), send: carrier.send, payerSecretKey: chain.payer, ...(carrier.tip === undefined ? {} : { tip: carrier.tip }) }, log.child({ component: 'demo' }));
+  const demo = await startDemoTraffic(cfg, { call: jsonRpc(chain.httpUrl), send: carrier.send, payerSecretKey: chain.payer, ...(carrier.tip === undefined ? {} : { tip: carrier.tip }) }, log.child({ component: 'demo' }));
   return { accounts: demo.accounts, stop: () => demo.close() };
 }
 

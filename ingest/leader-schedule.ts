@@ -1,5 +1,6 @@
 import bs58 from 'bs58';
 import type { LeaderSource } from './config';
+import { jsonRpc } from '../infra/base/json-rpc';
 import type { Log } from '../infra/base/log';
 import { fixedLeader, NO_LEADER_CHECK, type LeaderKeys } from './shred/leader-keys';
 
@@ -11,10 +12,10 @@ import { fixedLeader, NO_LEADER_CHECK, type LeaderKeys } from './shred/leader-ke
 //           The current and next epoch are fetched (the schedule is known an epoch ahead), the previous one kept
 //           for late shreds; refreshed every refreshMs. Until a schedule covers a slot it answers 'unknown'
 //           and the resolver drops those shreds: never accept what cannot be checked.
-// The RPC URL may carry a key: it is never logged (errors are logged by kind only).
+// The RPC URL may carry a key: it is never logged (the client's errors name the method and the kind of failure or the
+// node's error code and message, never the URL).
 
 const MAX_EPOCHS = 3;
-const RPC_TIMEOUT_MS = 10_000;
 /** No real epoch is longer (mainnet: 432,000 slots); bounds what an RPC answer can make us allocate. */
 const MAX_SLOTS_PER_EPOCH = 1 << 22;
 
@@ -34,29 +35,8 @@ export interface LeaderScheduleHandle extends LeaderKeys {
   close(): void;
 }
 
+/** The calls the schedule makes; by default the project's JSON-RPC client (infra/base/json-rpc.ts), injectable for tests. */
 export type RpcCall = (method: string, params: unknown[]) => Promise<unknown>;
-
-/** JSON-RPC over fetch. Errors name the method and the kind of failure, never the URL. */
-export function jsonRpc(url: string, timeoutMs = RPC_TIMEOUT_MS): RpcCall {
-  let id = 0;
-  return async (method, params) => {
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (e) {
-      throw new Error(`${method}: request failed (${e instanceof Error ? e.name : 'error'})`);
-    }
-    if (!res.ok) throw new Error(`${method}: HTTP ${res.status}`);
-    const body = (await res.json()) as { result?: unknown; error?: { code?: unknown } };
-    if (body.error !== undefined) throw new Error(`${method}: RPC error ${String(body.error.code)}`);
-    return body.result;
-  };
-}
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -163,7 +143,7 @@ export class RpcLeaderSchedule implements LeaderScheduleHandle {
   }
 }
 
-/** The LeaderKeys of a configured source. `rpc` may be injected (tests); by default JSON-RPC over fetch. */
+/** The LeaderKeys of a configured source. `rpc` may be injected (tests); by default JSON-RPC over fetch (10 s per call). */
 export function leaderKeysFor(src: LeaderSource, log?: Log, rpc?: RpcCall): LeaderScheduleHandle {
   if (src.mode === 'rpc') return new RpcLeaderSchedule(rpc ?? jsonRpc(src.rpcUrl), src.refreshMs, log);
   const keys = src.mode === 'fixed' ? fixedLeader(src.key) : NO_LEADER_CHECK;

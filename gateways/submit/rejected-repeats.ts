@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { AgedMap } from './aged-map';
 import type { RejectReason } from './rejections';
 
 // compat.md: the QUIC SDK retries every failed send once after a reconnect, so a rejected transaction arrives
@@ -32,13 +33,16 @@ function digest(bytes: Buffer): Buffer {
 }
 
 export class RejectedRepeats {
-  private readonly entries = new Map<string, Entry>();
+  /** Age-ordered, swept and bounded on write (aged-map.ts). */
+  private readonly entries: AgedMap<Entry>;
 
   constructor(
-    private readonly windowMs = 10_000,
-    private readonly maxEntries = 20_000,
+    windowMs = 10_000,
+    maxEntries = 20_000,
     private readonly now: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.entries = new AgedMap(windowMs, maxEntries);
+  }
 
   private static key(bytes: Buffer): string {
     return bytes.toString('latin1', 1, Math.min(bytes.length, 65)) + bytes.length;
@@ -50,7 +54,7 @@ export class RejectedRepeats {
     const k = RejectedRepeats.key(bytes);
     const e = this.entries.get(k);
     if (e === undefined) return NOT_A_REPEAT;
-    if (this.now() - e.at > this.windowMs) {
+    if (this.entries.expired(e, this.now())) {
       this.entries.delete(k);
       return NOT_A_REPEAT;
     }
@@ -63,18 +67,7 @@ export class RejectedRepeats {
   /** Remembers a rejection that was charged (by digest: the caller's buffer may be reused). */
   remember(rental: string, bytes: Buffer, reason: RejectReason, detail: string | undefined): void {
     const t = this.now();
-    this.sweep(t);
-    const k = RejectedRepeats.key(bytes);
-    this.entries.delete(k);
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(k, { rental, digest: digest(bytes), reason, detail, at: t });
-  }
-
-  private sweep(t: number): void {
-    for (const [k, e] of this.entries) {
-      if (t - e.at <= this.windowMs) return;
-      this.entries.delete(k);
-    }
+    this.entries.write(RejectedRepeats.key(bytes), t, () => ({ rental, digest: digest(bytes), reason, detail, at: t }));
   }
 
   get size(): number {

@@ -4,8 +4,10 @@
 //
 // Keyed by the first signature (the transaction id, and the key of stream.transactions records) as a latin1
 // string. Bounded twice: entries older than the window go (a blockhash is valid for ~60–90 s, after which a
-// resend cannot land anyway), and past maxEntries the oldest goes. Map insertion order is age order because
-// every update re-inserts.
+// resend cannot land anyway), and past maxEntries the oldest goes (aged-map.ts: insertion order is age order
+// because every update re-inserts).
+
+import { AgedMap } from './aged-map';
 
 interface Entry {
   at: number;
@@ -19,14 +21,11 @@ export interface SignatureCacheOptions {
 }
 
 export class SignatureCache {
-  private readonly entries = new Map<string, Entry>();
-  private readonly windowMs: number;
-  private readonly maxEntries: number;
+  private readonly entries: AgedMap<Entry>;
   private readonly now: () => number;
 
   constructor(opts: SignatureCacheOptions = {}) {
-    this.windowMs = opts.windowMs ?? 120_000;
-    this.maxEntries = opts.maxEntries ?? 200_000;
+    this.entries = new AgedMap(opts.windowMs ?? 120_000, opts.maxEntries ?? 200_000);
     this.now = opts.now ?? (() => performance.now());
   }
 
@@ -38,7 +37,7 @@ export class SignatureCache {
   isDelivered(key: string): boolean {
     const e = this.entries.get(key);
     if (e === undefined || !e.delivered) return false;
-    if (this.now() - e.at > this.windowMs) {
+    if (this.entries.expired(e, this.now())) {
       this.entries.delete(key);
       return false;
     }
@@ -48,11 +47,7 @@ export class SignatureCache {
   /** A forward was dispatched for this signature. */
   noteForwarded(key: string): void {
     const t = this.now();
-    this.sweep(t);
-    const old = this.entries.get(key);
-    if (old !== undefined) this.entries.delete(key);
-    else if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, { at: t, delivered: old?.delivered ?? false });
+    this.entries.write(key, t, (old) => ({ at: t, delivered: old?.delivered ?? false }));
   }
 
   /**
@@ -63,16 +58,8 @@ export class SignatureCache {
   markDelivered(key: string): boolean {
     const e = this.entries.get(key);
     if (e === undefined || e.delivered) return false;
-    this.entries.delete(key);
-    this.entries.set(key, { at: this.now(), delivered: true });
+    this.entries.reinsert(key, { at: this.now(), delivered: true });
     return true;
-  }
-
-  private sweep(t: number): void {
-    for (const [k, e] of this.entries) {
-      if (t - e.at <= this.windowMs) return;
-      this.entries.delete(k);
-    }
   }
 
   get size(): number {

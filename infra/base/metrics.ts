@@ -1,4 +1,5 @@
 import http from 'node:http';
+import Koa from 'koa';
 
 // Prometheus text exposition without a dependency. Hot paths hold a Counter and call inc(); nothing is
 // formatted until a scrape. Labels are fixed at registration so inc() never builds strings.
@@ -184,32 +185,51 @@ export interface HealthCheck {
   check: () => boolean;
 }
 
-/** /metrics, /healthz (process up), /readyz (every registered check passes). */
+/** Status with an empty body and no content-type (koa would otherwise answer its status text, or 204 for null). */
+function empty(ctx: Koa.Context, status: number): void {
+  ctx.status = status;
+  ctx.body = '';
+  ctx.remove('Content-Type');
+}
+
+/**
+ * /metrics, /healthz (process up), /readyz (every registered check passes); anything else 404. Routes match the
+ * raw request URL (a query string makes it another route) and any method, as scrapers and probes send them.
+ */
 export function serveMetrics(registry: Registry, host: string, port: number, checks: HealthCheck[]): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    if (req.url === '/metrics') {
-      registry.renderAll().then(
-        (text) => {
-          res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-          res.end(text);
-        },
-        () => {
-          res.writeHead(500);
-          res.end();
-        },
-      );
-    } else if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end('ok\n');
-    } else if (req.url === '/readyz') {
-      const failing = checks.filter((c) => !c.check()).map((c) => c.name);
-      res.writeHead(failing.length === 0 ? 200 : 503, { 'content-type': 'text/plain' });
-      res.end(failing.length === 0 ? 'ready\n' : `not ready: ${failing.join(', ')}\n`);
-    } else {
-      res.writeHead(404);
-      res.end();
+  const app = new Koa();
+  app.silent = true; // a failure is answered 500 below; nothing to print
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch {
+      empty(ctx, 500);
     }
   });
+  app.use(async (ctx) => {
+    switch (ctx.url) {
+      case '/metrics': {
+        const text = await registry.renderAll();
+        ctx.set('content-type', 'text/plain; version=0.0.4');
+        ctx.body = text;
+        return;
+      }
+      case '/healthz':
+        ctx.set('content-type', 'text/plain');
+        ctx.body = 'ok\n';
+        return;
+      case '/readyz': {
+        const failing = checks.filter((c) => !c.check()).map((c) => c.name);
+        ctx.status = failing.length === 0 ? 200 : 503;
+        ctx.set('content-type', 'text/plain');
+        ctx.body = failing.length === 0 ? 'ready\n' : `not ready: ${failing.join(', ')}\n`;
+        return;
+      }
+      default:
+        empty(ctx, 404);
+    }
+  });
+  const server = http.createServer(app.callback());
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve(server));

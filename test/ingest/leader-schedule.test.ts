@@ -3,7 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import bs58 from 'bs58';
-import { leaderKeysFor, RpcLeaderSchedule, jsonRpc } from '../../ingest/leader-schedule';
+import { leaderKeysFor, RpcLeaderSchedule } from '../../ingest/leader-schedule';
+import { jsonRpc } from '../../infra/base/json-rpc';
 import { createLogger } from '../../infra/base/log';
 
 // Leader keys per configured mode; the rpc mode against a local JSON-RPC server over real HTTP.

@@ -1,5 +1,5 @@
 import bs58 from 'bs58';
-import { chainRpc, type ChainCall } from '../../infra/base/json-rpc';
+import { jsonRpc, type JsonRpcCall } from '../../infra/base/json-rpc';
 import { firstSignature, signedTransfer } from '../../infra/local/demo/transfers';
 import type { Endpoints } from '../../infra/base/endpoints';
 import { keypairFromSeed, type Keypair } from '../../infra/base/keypair';
@@ -8,7 +8,7 @@ import { keypairFromSeed, type Keypair } from '../../infra/base/keypair';
 // System transfers, and confirmation through the chain's own JSON-RPC.
 
 export interface ChainClient {
-  call: ChainCall;
+  call: JsonRpcCall;
   payer: Keypair;
 }
 
@@ -16,10 +16,10 @@ export function chainClient(e: Endpoints): ChainClient {
   if (e.chain === undefined) throw new Error('endpoints: no chain');
   const secret = e.demo?.payerSecretKey;
   if (secret === undefined || secret.length !== 64) throw new Error('endpoints: demo.payerSecretKey is not 64 numbers');
-  return { call: chainRpc(e.chain.http), payer: keypairFromSeed(Buffer.from(secret.slice(0, 32))) };
+  return { call: jsonRpc(e.chain.http), payer: keypairFromSeed(Buffer.from(secret.slice(0, 32))) };
 }
 
-export async function latestBlockhash(call: ChainCall): Promise<Buffer> {
+export async function latestBlockhash(call: JsonRpcCall): Promise<Buffer> {
   const r = await call<{ value: { blockhash: string } }>('getLatestBlockhash', [{ commitment: 'confirmed' }]);
   return Buffer.from(bs58.decode(r.value.blockhash));
 }
@@ -30,7 +30,7 @@ export function transfer(from: Keypair, to: Buffer, lamports: bigint, blockhash:
   return { tx, signature: bs58.encode(firstSignature(tx)) };
 }
 
-export async function sendTx(call: ChainCall, tx: Buffer): Promise<string> {
+export async function sendTx(call: JsonRpcCall, tx: Buffer): Promise<string> {
   return call<string>('sendTransaction', [tx.toString('base64'), { encoding: 'base64' }]);
 }
 
@@ -41,7 +41,7 @@ export interface SignatureStatus {
 }
 
 /** Polls getSignatureStatuses until the signature is at least confirmed. */
-export async function waitConfirmed(call: ChainCall, signature: string, timeoutMs = 30_000): Promise<SignatureStatus> {
+export async function waitConfirmed(call: JsonRpcCall, signature: string, timeoutMs = 30_000): Promise<SignatureStatus> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await call<{ value: Array<SignatureStatus | null> }>('getSignatureStatuses', [[signature]]);
@@ -52,6 +52,6 @@ export async function waitConfirmed(call: ChainCall, signature: string, timeoutM
   }
 }
 
-export async function balance(call: ChainCall, account: Buffer): Promise<number> {
+export async function balance(call: JsonRpcCall, account: Buffer): Promise<number> {
   return (await call<{ value: number }>('getBalance', [bs58.encode(account), { commitment: 'confirmed' }])).value;
 }

@@ -1,5 +1,5 @@
 import bs58 from 'bs58';
-import type { ChainCall } from '../../base/json-rpc';
+import type { JsonRpcCall } from '../../base/json-rpc';
 import { keypairFromSeed, randomKeypair, type Keypair } from '../../base/keypair';
 import type { Log } from '../../base/log';
 import { metrics } from '../../base/metrics';
@@ -19,7 +19,7 @@ export type SendTx = (tx: Buffer) => Promise<void>;
 
 export interface DemoDeps {
   /** JSON-RPC of the chain the transfers execute on (blockhash, balances). */
-  call: ChainCall;
+  call: JsonRpcCall;
   send: SendTx;
   /** A funded keypair of that chain, 64 bytes (seed ‖ public key). */
   payerSecretKey: Uint8Array;
@@ -42,7 +42,7 @@ const sentTotal = metrics.counter('meridian_demo_sent_total', 'Demo transfers th
 const failedTotal = metrics.counter('meridian_demo_send_errors_total', 'Demo transfers refused or not answered');
 const skippedTotal = metrics.counter('meridian_demo_skipped_total', 'Demo ticks skipped because maxInFlight sends were outstanding');
 
-async function latestBlockhash(call: ChainCall): Promise<Buffer> {
+async function latestBlockhash(call: JsonRpcCall): Promise<Buffer> {
   const r = await call<{ value?: { blockhash?: unknown } }>('getLatestBlockhash', [{ commitment: 'confirmed' }]);
   const bh = r?.value?.blockhash;
   if (typeof bh !== 'string') throw new Error('getLatestBlockhash: unexpected result shape');
@@ -51,7 +51,7 @@ async function latestBlockhash(call: ChainCall): Promise<Buffer> {
   return bytes;
 }
 
-async function balanceOf(call: ChainCall, account: Buffer): Promise<number> {
+async function balanceOf(call: JsonRpcCall, account: Buffer): Promise<number> {
   const r = await call<{ value?: unknown }>('getBalance', [bs58.encode(account), { commitment: 'confirmed' }]);
   return typeof r?.value === 'number' ? r.value : 0;
 }

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import Koa from 'koa';
 import type { Bus } from '../../../bus/bus';
 import { checkRental } from '../../../bus/rental-check';
 import type { RentalRegistry } from '../../../bus/rental-registry';
@@ -9,7 +10,9 @@ import type { Log } from '../../base/log';
 // The loopback-only admin endpoint of a single-machine run: `meridian rentals …` talks to it when there is no
 // Kafka cluster to write to. It writes the very event an operator would write to Kafka (onto the embedded bus)
 // and reads back through the same projection every surface uses, so what it answers is what is served.
-// node:http rather than koa: four routes, no middleware, and the loopback check must see the raw socket.
+// A koa app (not a hot path) on node:http's server: a switch on method and path, one middleware turning a failure
+// into 500. The loopback check reads the socket's own address (never a forwarded header), and the body is read from
+// the raw request stream so the size limit holds without buffering past it.
 //
 //   GET    /rentals        → 200 [Rental...]
 //   GET    /rentals/ID     → 200 Rental | 404
@@ -37,10 +40,11 @@ export function isLoopback(addr: string | undefined): boolean {
   return a === '::1' || /^127\./.test(a);
 }
 
-function send(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+/** JSON answer with exactly this content-type (koa's own would add a charset); koa sets the content-length. */
+function send(ctx: Koa.Context, status: number, body: unknown): void {
+  ctx.status = status;
+  ctx.set('content-type', 'application/json');
+  ctx.body = JSON.stringify(body);
 }
 
 async function readBody(req: http.IncomingMessage): Promise<string | null> {
@@ -67,53 +71,58 @@ export async function startAdmin(bus: Bus, registry: RentalRegistry, o: AdminOpt
   if (!isLoopback(o.host) && o.host !== 'localhost') throw new Error(`admin.listen: the admin endpoint binds loopback only, not ${o.host}`);
   const find = (id: string): Rental | undefined => registry.all().find((r) => r.id === id);
 
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: 'the admin endpoint answers loopback clients only' });
-    const url = new URL(req.url ?? '/', 'http://admin.invalid');
-    const m = /^\/rentals(?:\/([^/]+))?\/?$/.exec(url.pathname);
-    if (m === null) return send(res, 404, { error: 'no such route; try /rentals' });
-    const id = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
-    if (req.method === 'GET' && id === undefined) return send(res, 200, registry.all().sort((a, b) => a.id.localeCompare(b.id)));
-    if (req.method === 'GET' && id !== undefined) {
-      const r = find(id);
-      return r === undefined ? send(res, 404, { error: `no rental ${id}` }) : send(res, 200, r);
+  const app = new Koa();
+  app.on('error', (err: unknown) => o.log.error({ err }, 'admin request failed'));
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      o.log.error({ err }, 'admin request failed');
+      send(ctx, 500, { error: 'internal error' });
     }
-    if (req.method === 'PUT' && id !== undefined) {
-      const text = await readBody(req);
-      if (text === null) return send(res, 413, { error: `body over ${MAX_BODY} bytes` });
+  });
+  app.use(async (ctx) => {
+    if (!isLoopback(ctx.socket.remoteAddress)) return send(ctx, 403, { error: 'the admin endpoint answers loopback clients only' });
+    // WHATWG URL rather than ctx.path: the same normalisation of dot segments and escapes as before.
+    const url = new URL(ctx.url, 'http://admin.invalid');
+    const m = /^\/rentals(?:\/([^/]+))?\/?$/.exec(url.pathname);
+    if (m === null) return send(ctx, 404, { error: 'no such route; try /rentals' });
+    const id = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
+    if (ctx.method === 'GET' && id === undefined) return send(ctx, 200, registry.all().sort((a, b) => a.id.localeCompare(b.id)));
+    if (ctx.method === 'GET' && id !== undefined) {
+      const r = find(id);
+      return r === undefined ? send(ctx, 404, { error: `no rental ${id}` }) : send(ctx, 200, r);
+    }
+    if (ctx.method === 'PUT' && id !== undefined) {
+      const text = await readBody(ctx.req);
+      if (text === null) return send(ctx, 413, { error: `body over ${MAX_BODY} bytes` });
       let rental: Rental;
       try {
         const raw = JSON.parse(text) as unknown;
         if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('rental must be a JSON object');
         rental = parseRental({ ...(raw as object), id });
       } catch (e) {
-        return send(res, 400, { error: `invalid rental: ${(e as Error).message}`, problems: [(e as Error).message] });
+        return send(ctx, 400, { error: `invalid rental: ${(e as Error).message}`, problems: [(e as Error).message] });
       }
       const problems = checkRental(rental, o.regions);
-      if (problems.length > 0) return send(res, 400, { error: `invalid rental: ${problems[0]}`, problems });
+      if (problems.length > 0) return send(ctx, 400, { error: `invalid rental: ${problems[0]}`, problems });
       await putRental(bus, rental);
       const live = await until(() => JSON.stringify(find(id)) === JSON.stringify(rental));
       o.log.info({ rentalId: id, live }, 'rental put');
-      return send(res, 200, rental);
+      return send(ctx, 200, rental);
     }
-    if (req.method === 'DELETE' && id !== undefined) {
-      if (find(id) === undefined) return send(res, 404, { error: `no rental ${id}` });
+    if (ctx.method === 'DELETE' && id !== undefined) {
+      if (find(id) === undefined) return send(ctx, 404, { error: `no rental ${id}` });
       await deleteRental(bus, id);
       const live = await until(() => find(id) === undefined);
       o.log.info({ rentalId: id, live }, 'rental deleted');
-      return send(res, 200, { deleted: id });
+      return send(ctx, 200, { deleted: id });
     }
-    res.setHeader('allow', id === undefined ? 'GET' : 'GET, PUT, DELETE');
-    return send(res, 405, { error: `${req.method ?? '?'} is not allowed here` });
-  };
-
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      o.log.error({ err }, 'admin request failed');
-      if (!res.headersSent) send(res, 500, { error: 'internal error' });
-      else res.destroy();
-    });
+    ctx.set('allow', id === undefined ? 'GET' : 'GET, PUT, DELETE');
+    return send(ctx, 405, { error: `${ctx.method} is not allowed here` });
   });
+
+  const server = http.createServer(app.callback());
   server.maxConnections = 64;
   server.requestTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
