@@ -1,4 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
+import { encodeEntryBatch } from '../../ingest/entry/entries';
+import { shredBatch } from '../../ingest/shred/shredder';
+import { hostPortOf } from '../../infra/base/endpoints';
+import { randomKeypair } from '../../infra/base/keypair';
 import { cliCommand, projectRoot } from '../support/paths';
 
 // Child processes of the CLI, as an operator runs them, with their output kept for assertions.
@@ -61,4 +66,21 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
       return code;
     },
   };
+}
+
+/**
+ * Shreds one whole slot holding `tx` (one entry), signed by a fresh key, and sends it to ingest (`host:port`,
+ * `udp://` allowed) over UDP. Ingest streams it when it checks no leader signature, and drops it when it does.
+ */
+export async function sendSlotShreds(ingest: string, slot: number, shredVersion: number, tx: Buffer): Promise<void> {
+  const signer = randomKeypair();
+  const entries = encodeEntryBatch([{ numHashes: 1n, hash: Buffer.alloc(32, 7), txs: [tx] }]);
+  const batch = shredBatch(entries, { slot: BigInt(slot), parentOffset: 1, shredVersion, fecSetIndexStart: 0, chainedRoot: Buffer.alloc(32), leaderSeed32: signer.seed, lastInSlot: true });
+  const [host, port] = hostPortOf(ingest).split(':');
+  const s = dgram.createSocket('udp4');
+  try {
+    for (const shred of batch.shreds) await new Promise<void>((r, j) => s.send(shred, Number(port), host, (e) => (e ? j(e) : r())));
+  } finally {
+    s.close();
+  }
 }

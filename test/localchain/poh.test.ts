@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import bs58 from 'bs58';
 import { hashSignatures, Poh, verifyEntries } from '../../infra/local/chain/poh';
@@ -44,8 +45,8 @@ describe('local chain: proof of history', () => {
     const view = made.map((e, i) => ({ numHashes: e.numHashes, hash: e.hash, signatures: i === 0 ? sigs.slice(0, 2) : i === 2 ? sigs.slice(2) : [] }));
     assert.ok(verifyEntries(start, view));
     assert.equal(verifyEntries(start, [{ ...view[0]!, signatures: [sigs[1]!, sigs[0]!] }]), false);
-    // One signature: the root is the leaf hash; none: the zero hash.
-    assert.equal(hashSignatures([]).equals(Buffer.alloc(32)), true);
-    assert.equal(hashSignatures([sigs[0]!]).length, 32);
+    // One signature: the root is the leaf hash, sha256(0x00 ‖ signature); none: the zero hash.
+    assert.deepEqual(hashSignatures([]), Buffer.alloc(32));
+    assert.deepEqual(hashSignatures([sigs[0]!]), crypto.createHash('sha256').update(Buffer.from([0])).update(sigs[0]!).digest());
   });
 });

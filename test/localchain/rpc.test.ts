@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import {
   ComputeBudgetProgram, Keypair, LAMPORTS_PER_SOL, NONCE_ACCOUNT_LENGTH, PublicKey, SendTransactionError, SystemProgram, Transaction, sendAndConfirmTransaction,
-  type Connection,
+  type Connection, type SignatureStatus,
 } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { LocalChain } from '../../infra/local/chain';
 import { Registry } from '../../infra/base/metrics';
+import { waitFor } from '../support/wait';
 import { closeConnection, connect, payerOf, post, rpc, startNode } from './support';
 
 // The local chain node with @solana/web3.js as the client: what a real client does against a real node.
@@ -48,9 +49,8 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
 
   it('produces slots on the clock, with blocks and a valid latest blockhash', async () => {
     const s0 = await conn.getSlot('confirmed');
-    await new Promise((r) => setTimeout(r, 350));
-    const s1 = await conn.getSlot('confirmed');
-    assert.ok(s1 >= s0 + 2, `slot advanced ${s0} → ${s1}`);
+    let s1 = s0;
+    await waitFor(async () => (s1 = await conn.getSlot('confirmed')) >= s0 + 2, 20_000, `the confirmed slot to advance by 2 from ${s0}`, 50);
     const processed = await conn.getSlot('processed');
     assert.ok(processed > s1 - 1);
     const { blockhash, lastValidBlockHeight } = await conn.getLatestBlockhash();
@@ -156,11 +156,9 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
     tx.sign(poor);
     const sig = await conn.sendRawTransaction(tx.serialize(), { skipPreflight: true });
     // (web3.js's confirmTransaction rejects with the error when its status poll wins the race: poll instead.)
-    let status = null;
-    for (let i = 0; i < 100 && (status === null || status.confirmationStatus !== 'finalized'); i++) {
-      status = (await conn.getSignatureStatuses([sig])).value[0] ?? null;
-      if (status?.confirmationStatus !== 'finalized') await new Promise((r) => setTimeout(r, 20));
-    }
+    const statusOf = async (): Promise<SignatureStatus | null> => (await conn.getSignatureStatuses([sig])).value[0] ?? null;
+    await waitFor(async () => (await statusOf())?.confirmationStatus === 'finalized', 20_000, 'the failed transaction to finalize', 20);
+    const status = await statusOf();
     assert.ok(status !== null);
     assert.deepEqual(status.err, { InstructionError: [0, { Custom: 1 }] });
     const got = await conn.getTransaction(sig, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
@@ -319,11 +317,9 @@ describe('local chain: JSON-RPC with @solana/web3.js', function () {
     tx.feePayer = payer.publicKey;
     tx.sign(payer);
     const sig = await conn.sendRawTransaction(tx.serialize());
-    let status = null;
-    for (let i = 0; i < 100 && status?.confirmationStatus !== 'finalized'; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      status = (await conn.getSignatureStatuses([sig])).value[0] ?? null;
-    }
+    const statusOf = async (): Promise<SignatureStatus | null> => (await conn.getSignatureStatuses([sig])).value[0] ?? null;
+    await waitFor(async () => (await statusOf())?.confirmationStatus === 'finalized', 20_000, 'the nonce transaction to finalize', 20);
+    const status = await statusOf();
     assert.ok(status !== null);
     assert.equal(status.err, null);
     assert.equal(await conn.getBalance(to), 4_000_000);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, sendAndConfirmTransaction, SystemProgram, Transaction } from '@solana/web3.js';
+import { Connection, Keypair, LAMPORTS_PER_SOL, sendAndConfirmTransaction, SystemProgram, Transaction } from '@solana/web3.js';
+import bs58 from 'bs58';
 import type { LocalChain } from '../../../infra/local/chain';
 import { closeConnection } from '../../localchain/support';
 import { waitFor } from '../../support/wait';
@@ -26,29 +27,41 @@ describe('chain gateway: @solana/web3.js through the gateway to the local chain 
   });
 
   it('answers reads the same as the node does', async () => {
-    const slot = await conn.getSlot();
-    assert.ok(Number.isInteger(slot) && slot >= 0);
-    const direct0 = await new Connection(chain.httpUrl, 'processed').getSlot('processed');
-    assert.ok(Math.abs(direct0 - (await conn.getSlot('processed'))) < 50, 'same chain behind the gateway');
+    const direct = new Connection(chain.httpUrl, 'confirmed');
+    // The slot through the gateway lies between the node's own slot read just before and just after it (slots
+    // only move forward): the same chain, answered live, whatever the machine's speed.
+    for (const commitment of ['confirmed', 'processed'] as const) {
+      const lo = await direct.getSlot(commitment);
+      const slot = await conn.getSlot(commitment);
+      const hi = await direct.getSlot(commitment);
+      assert.ok(Number.isInteger(slot) && lo <= slot && slot <= hi, `${commitment} slot ${slot} within the node's [${lo}, ${hi}]`);
+    }
     const version = await conn.getVersion();
     assert.equal(typeof version['solana-core'], 'string');
+    assert.deepEqual(version, await direct.getVersion());
+    // A blockhash the node itself holds valid, good for 150 blocks (MAX_PROCESSING_AGE) past the node's latest
+    // block height at the time, again bracketed by the node's own reads.
+    const h0 = await direct.getBlockHeight('confirmed');
     const { blockhash, lastValidBlockHeight } = await conn.getLatestBlockhash();
-    assert.equal(typeof blockhash, 'string');
-    assert.ok(lastValidBlockHeight >= 0);
+    const h1 = await direct.getBlockHeight('confirmed');
+    assert.equal(bs58.decode(blockhash).length, 32);
+    assert.equal((await direct.isBlockhashValid(blockhash)).value, true);
+    assert.ok(h0 + 150 <= lastValidBlockHeight && lastValidBlockHeight <= h1 + 150, `lastValidBlockHeight ${lastValidBlockHeight} within [${h0} + 150, ${h1} + 150]`);
     const payer = Keypair.fromSecretKey(chain.payer);
     const viaGateway = await conn.getBalance(payer.publicKey);
-    const direct = await new Connection(chain.httpUrl, 'confirmed').getBalance(payer.publicKey);
     assert.ok(viaGateway > 0);
-    assert.equal(viaGateway, direct);
+    assert.equal(viaGateway, await direct.getBalance(payer.publicKey));
     const [a, b] = await Promise.all([conn.getEpochInfo(), conn.getGenesisHash()]);
-    assert.ok(a.slotsInEpoch > 0);
+    assert.equal(a.slotsInEpoch, (await direct.getEpochSchedule()).slotsPerEpoch);
     assert.equal(b, chain.genesisHash);
   });
 
   it('sends a transfer and confirms it, with signatureSubscribe and slotSubscribe notifications through the WebSocket', async () => {
+    const direct = new Connection(chain.httpUrl, 'confirmed');
     const payer = Keypair.fromSecretKey(chain.payer);
     const to = Keypair.generate().publicKey;
     const slots: number[] = [];
+    const before = await direct.getSlot('processed');
     const slotSub = conn.onSlotChange((s) => slots.push(s.slot));
     const tx = new Transaction().add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports: LAMPORTS_PER_SOL / 100 }));
     const sig = await sendAndConfirmTransaction(conn, tx, [payer], { commitment: 'confirmed' });
@@ -72,11 +85,22 @@ describe('chain gateway: @solana/web3.js through the gateway to the local chain 
       }, 'confirmed');
     });
     assert.equal(notified.err, null);
+    // The notified transaction is the one sent: on the node, it moved 1,000 lamports to the same recipient.
+    const seen2 = await direct.getTransaction(sig2, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+    assert.ok(seen2 !== null);
+    assert.equal(seen2.meta?.err, null);
+    const keys = seen2.transaction.message.staticAccountKeys;
+    const toIndex = keys.findIndex((k) => k.equals(to));
+    assert.ok(toIndex > 0, `the recipient is among the account keys: ${keys.map((k) => k.toBase58()).join(',')}`);
+    assert.equal(seen2.meta!.postBalances[toIndex]! - seen2.meta!.preBalances[toIndex]!, 1_000);
+    assert.equal(await conn.getBalance(to), LAMPORTS_PER_SOL / 100 + 1_000);
+    assert.equal(await direct.getBalance(to), LAMPORTS_PER_SOL / 100 + 1_000);
 
     await waitFor(() => slots.length >= 3, 20_000, 'slot notifications');
-    assert.ok(slots.length >= 3);
-    for (let i = 1; i < slots.length; i++) assert.ok(slots[i]! > slots[i - 1]!, `slots in order: ${slots.join(',')}`);
     await conn.removeSlotChangeListener(slotSub);
-    assert.ok(new PublicKey(to).equals(to));
+    const after = await direct.getSlot('processed');
+    for (let i = 1; i < slots.length; i++) assert.ok(slots[i]! > slots[i - 1]!, `slots in order: ${slots.join(',')}`);
+    // The node's own slots, live: none from before the subscription, none past what the node has reached since.
+    assert.ok(before <= slots[0]! && slots[slots.length - 1]! <= after, `notified slots ${slots.join(',')} within the node's [${before}, ${after}]`);
   });
 });

@@ -78,6 +78,10 @@ describe('chain gateway: in the launcher', function () {
     } finally {
       await running.stop();
     }
+    // The lines that describe the node and the gateway's upstreams were logged (so the check below has them to
+    // read); none of the lines holds a URL.
+    const msgs = lines.map((l) => (JSON.parse(l) as { msg: string }).msg);
+    for (const m of ['local chain node started', 'chain JSON-RPC gateway listening']) assert.ok(msgs.includes(m), `"${m}" among the log lines: ${msgs.join(' | ')}`);
     for (const l of lines) assert.ok(!/(https?|wss?):\/\//.test(l), `a URL in a log line: ${l}`);
   });
 });

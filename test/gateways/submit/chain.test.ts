@@ -64,16 +64,23 @@ describe('submit against the local chain node', function () {
     const t = new Transaction({ feePayer: faucet.publicKey, recentBlockhash: await blockhash() }).add(SystemProgram.transfer({ fromPubkey: faucet.publicKey, toPubkey: kp.publicKey, lamports }));
     t.sign(faucet);
     const sig = await conn.sendRawTransaction(t.serialize(), { skipPreflight: true });
-    await pollUntil(() => landed(sig), 'funding transfer');
+    await waitFor(() => landed(sig), 20_000, 'funding transfer', 100);
     return kp;
   }
 
-  async function pollUntil(cond: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await cond())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  /**
+   * The fence for "never reached the chain": a valid transaction from `payer` sent through the service after
+   * everything before it, until it has landed. A forward dispatched earlier left for the node before this one
+   * did, so it has had its chance to land by then. (The exact check that nothing was dispatched is the forward
+   * count, taken synchronously; this is the chain's own word on it.)
+   */
+  async function fenceLanded(payer: Keypair): Promise<void> {
+    const fence = legacyTx({ payer, blockhash: await blockhash() });
+    const sent = forwardsSent();
+    const r = await post(h, '/binary', fence);
+    assert.deepEqual([r.status, r.text], [200, sig58(fence)]);
+    assert.equal(forwardsSent(), sent + 1);
+    await waitFor(() => landed(sig58(fence)), 20_000, 'the fence transaction to land', 100);
   }
 
   it('a transaction accepted on /binary lands on the chain and reaches a gRPC subscriber; after delivery a resend is suppressed', async () => {
@@ -89,7 +96,7 @@ describe('submit against the local chain node', function () {
     assert.deepEqual([r.status, r.text], [200, sig58(tx)]);
 
     const fetchTx = () => conn.getTransaction(r.text, { maxSupportedTransactionVersion: 0, commitment: 'confirmed' });
-    await pollUntil(async () => (await fetchTx()) !== null, 'getTransaction to find it');
+    await waitFor(async () => (await fetchTx()) !== null, 20_000, 'getTransaction to find it', 100);
     const got = await fetchTx();
     assert.ok(got !== null);
     assert.equal(got.meta?.err, null);
@@ -126,7 +133,7 @@ describe('submit against the local chain node', function () {
     const { status, json } = await rpc(h, sendTx(tx.toString('base64'), { encoding: 'base64' }));
     assert.equal(status, 200);
     assert.equal(json.result, sig58(tx));
-    await pollUntil(() => landed(sig58(tx)), 'the v0 transaction');
+    await waitFor(() => landed(sig58(tx)), 20_000, 'the v0 transaction', 100);
   });
 
   it('preflight that passes simulates on the node and forwards; the transaction lands', async () => {
@@ -134,7 +141,7 @@ describe('submit against the local chain node', function () {
     const tx = legacyTx({ payer, blockhash: await blockhash() });
     const { json } = await rpc(h, sendTx(bs58.encode(tx), { skipPreflight: false, preflightCommitment: 'processed' }));
     assert.equal(json.result, sig58(tx));
-    await pollUntil(() => landed(sig58(tx)), 'the preflighted transaction');
+    await waitFor(() => landed(sig58(tx)), 20_000, 'the preflighted transaction', 100);
   });
 
   it('a real simulation failure: -32002 Transaction simulation failed, data = the node’s simulation result with logs; not forwarded', async () => {
@@ -151,7 +158,7 @@ describe('submit against the local chain node', function () {
     assert.ok(data.logs.some((l) => /insufficient lamports/.test(l)), data.logs.join('\n'));
     assert.equal(typeof data.unitsConsumed, 'number');
     assert.equal(forwardsSent(), sent);
-    await new Promise((r) => setTimeout(r, 500));
+    await fenceLanded(payer);
     assert.equal(await landed(sig58(tx)), false);
   });
 
@@ -205,7 +212,7 @@ describe('submit against the local chain node', function () {
       assert.deepEqual([p.status, p.text], [b.status, b.text], row.name);
     }
     assert.equal(forwardsSent(), sent, 'no rejected row was forwarded');
-    await new Promise((r) => setTimeout(r, 800));
+    await fenceLanded(payer);
     const statuses = (await conn.getSignatureStatuses(rows.map((r) => sig58(r.tx)))).value;
     assert.equal(statuses.length, rows.length);
     assert.ok(statuses.every((s) => s === null), 'none of them reached the chain');

@@ -51,8 +51,14 @@ describe('submit UDP transport, delivery-aware cache, usage events', function ()
     assert.match(scrape, /meridian_submit_submissions_total\{transport="udp",result="accepted"\} 2/);
     assert.match(scrape, /meridian_submit_submissions_total\{transport="udp",result="unauthorized"\} 1/);
     assert.match(scrape, /meridian_submit_submissions_total\{transport="udp",result="too_large"\} 1/);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.equal(answers.length, 0, 'UDP never answers');
+    // The fence: every datagram above has been handled (its metric counted, in the same synchronous call that
+    // would have answered it), so any answer is already queued at the client's socket. A marker the client
+    // sends itself now queues behind it; once the marker is read, nothing else may have been.
+    const marker = crypto.randomBytes(16);
+    await new Promise<void>((resolve, reject) => client.send(marker, client.address().port, '127.0.0.1', (e) => (e ? reject(e) : resolve())));
+    await waitFor(() => answers.some((a) => a.equals(marker)), 5000, 'the marker at the client');
+    assert.deepEqual(answers, [marker], 'UDP never answers');
+    answers.length = 0;
   });
 
   it('a resend before delivery is forwarded again; once the signature is on stream.transactions it is not', async () => {
@@ -62,6 +68,7 @@ describe('submit UDP transport, delivery-aware cache, usage events', function ()
     assert.deepEqual((await post(h, '/binary', tx)).text, sig);
     assert.deepEqual((await post(h, '/binary', tx)).text, sig);
     await waitFor(() => up.sends.length === sends + 2, 5000, 'both forwards');
+    const forwarded = h.service.pipeline.metrics.forwarded.value;
 
     const marks = h.service.pipeline.metrics.deliveredMarks.value;
     const record = encodeTxRecord({ slot: 7n, observedAtMs: Date.now(), accountKeys: Buffer.alloc(32), message: Buffer.from([0x0a, 0x00]) });
@@ -73,7 +80,8 @@ describe('submit UDP transport, delivery-aware cache, usage events', function ()
     const viaUdp = h.service.pipeline.metrics.value('udp', 'duplicate');
     await send(Buffer.concat([uuidToRaw(h.key), tx]));
     await waitFor(() => h.service.pipeline.metrics.value('udp', 'duplicate') === viaUdp + 1, 5000, 'the UDP duplicate');
-    await new Promise((r) => setTimeout(r, 100));
+    // A forward is dispatched (and counted) in the same synchronous call that counts the outcome: nothing was.
+    assert.equal(h.service.pipeline.metrics.forwarded.value, forwarded, 'suppressed after delivery: no forward dispatched');
     assert.equal(up.sends.length, sends + 2, 'suppressed after delivery');
     assert.equal(h.service.pipeline.metrics.value('binary', 'duplicate'), 1);
   });
