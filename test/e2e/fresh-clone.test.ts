@@ -8,6 +8,7 @@ import type { Endpoints } from '../../infra/base/endpoints';
 import { projectRoot } from '../support/paths';
 import { ensureTerminatorBinary, TERMINATOR_BIN } from '../../gateways/submit/quic/terminator-build';
 import { StreamClient } from '../support/stream-client';
+import { waitFor } from '../support/wait';
 
 // The README's first command, as a newcomer runs it: a fresh `git clone` (of this checkout's HEAD: commit before
 // running), then `npm start`, which builds and runs the local config. The test reads the default endpoints file
@@ -93,12 +94,12 @@ describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', 
     const pipesClosed = Promise.all([child.stdout!, child.stderr!].map((s) => new Promise((r) => s.once('close', r))));
 
     const file = path.join(clone, '.meridian', 'endpoints.json');
-    const deadline = Date.now() + 240_000;
-    while (!fs.existsSync(file)) {
-      if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${out}`);
-      if (Date.now() > deadline) throw new Error(`no ${file} after 240 s:\n${out}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitFor(() => {
+      if (child!.exitCode !== null) throw new Error(`npm start exited (${child!.exitCode})`);
+      return fs.existsSync(file);
+    }, 240_000, file, 200).catch((err: Error) => {
+      throw new Error(`${err.message}:\n${out}`);
+    });
     const e = JSON.parse(fs.readFileSync(file, 'utf8')) as Endpoints;
     const accounts = e.demo?.accounts ?? [];
     assert.ok(accounts.length > 0, JSON.stringify(e));
