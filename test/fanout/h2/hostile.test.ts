@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { serializeSubscribeRequest, subscribePath } from '../../../proto/service';
 import { StreamClient } from '../../support/stream-client';
 import { b58, makeTx, testKey, testKey58, type TestFanout } from '../support';
-import { frame, settingsFrame } from './raw-peer';
+import { frame, PREFACE, settingsFrame } from './raw-peer';
 import { E, F, grpcMessage, grpcRequestFields, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
 import { eventually, prng, rawSuite, sleep } from './support';
 import { encodeHeaderBlock } from '../../../fanout/h2/hpack';
@@ -15,7 +15,6 @@ import { startGrpcServer } from '../../../fanout/h2/server';
 // end in the documented way while the server stays up and keeps serving a normal client.
 
 const PATH = subscribePath('arpc.StreamService');
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const MAX_FRAME = 16_384;
 const MAX_HEADER_LIST = 16 << 10; // DEFAULT_CONNECTION_LIMITS.maxHeaderListBytes
 const MAX_NEW_STREAMS_PER_SEC = 2000; // DEFAULT_CONNECTION_LIMITS.maxNewStreamsPerSec

@@ -4,7 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { deserializeSubscribeResponse, serializeSubscribeRequest, subscribePath, type SubscribeRequestInit } from '../../../proto/service';
 import { StreamClient } from '../../support/stream-client';
 import { makeTx, startTestFanout, testKey, testKey58 } from '../support';
-import { frame, settingsFrame } from './raw-peer';
+import { frame, PREFACE, settingsFrame } from './raw-peer';
 import { E, F, grpcMessage, grpcMessages, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
 import { eventually, portOf, rawSuite, sleep } from './support';
 
@@ -14,7 +14,6 @@ import { eventually, portOf, rawSuite, sleep } from './support';
 // HTTP-level answers.
 
 const PATH = subscribePath('arpc.StreamService');
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const MAX_FRAME = 16_384;
 const MAX_REQUEST = 4 << 20; // maxRequestBytes(cfg) in fanout/server.ts for the default filter limits
 

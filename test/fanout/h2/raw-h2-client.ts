@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { encodeHeaderBlock, HpackDecoder, type HeaderField } from '../../../fanout/h2/hpack';
-import { frame, settingsFrame } from './raw-peer';
+import { frame, PREFACE, settingsFrame } from './raw-peer';
 
 // The client end of an HTTP/2 connection written by hand, for protocol tests of the fanout's own server: it
 // writes exactly the bytes a test asks for (valid or not), records every frame the server sends, joins and
@@ -9,7 +9,6 @@ import { frame, settingsFrame } from './raw-peer';
 
 const FRAME_HEADER_SZ = 9;
 const STREAM_MASK = 0x7fffffff;
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const GRPC_PREFIX_SZ = 5;
 
 export const T = { DATA: 0, HEADERS: 1, PRIORITY: 2, RST_STREAM: 3, SETTINGS: 4, PUSH_PROMISE: 5, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
