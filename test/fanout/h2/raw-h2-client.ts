@@ -114,6 +114,7 @@ export class RawH2Client {
   private readonly decoder = new HpackDecoder();
   private open: { streamId: number; flags: number; parts: Buffer[] } | null = null;
   private waiters: Array<() => void> = [];
+  private fences = 0;
   autoWindow: boolean;
 
   private constructor(
@@ -210,6 +211,21 @@ export class RawH2Client {
   async goaway(timeoutMs = 5000): Promise<Goaway> {
     const f = await this.frame((x) => x.type === T.GOAWAY, timeoutMs);
     return { lastStreamId: f.payload.readUInt32BE(0) & STREAM_MASK, code: f.payload.readUInt32BE(4), debug: f.payload.subarray(8).toString('latin1') };
+  }
+
+  /**
+   * A fence: resolves once every frame the server had queued for this connection when it read the fence has
+   * arrived, answers to everything written before it included (the server reads in order). It is a PING and
+   * its ACK, twice: the server writes control frames ahead of DATA within one flush, so DATA queued together
+   * with the first ACK may arrive just after it; the second ACK goes out in a later write, behind all of that.
+   */
+  async fence(timeoutMs = 5000): Promise<void> {
+    for (let round = 0; round < 2; round++) {
+      const payload = Buffer.from(`fence${String(this.fences++ % 1000).padStart(3, '0')}`, 'latin1');
+      const from = this.frames.length;
+      this.write(ping(payload));
+      await this.frame((x) => x.type === T.PING && (x.flags & F.ACK) !== 0 && x.payload.equals(payload), timeoutMs, from);
+    }
   }
 
   async waitClosed(timeoutMs = 5000): Promise<void> {
