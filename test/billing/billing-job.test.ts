@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { AssignerProtocol, Kafka, logLevel, type Admin } from 'kafkajs';
 import type { Bus } from '../../bus/bus';
 import { EmbeddedBus } from '../../bus/embedded';
 import { KafkaBus } from '../../bus/kafka';
@@ -44,6 +45,28 @@ class Ledgerbook {
 
 async function topicWithPartitions(bus: Bus, name: string, partitions: number): Promise<void> {
   await bus.createTopics([{ name, partitions, compacted: false }]);
+}
+
+/**
+ * Produces 1-unit events of rentals `fence-0`, `fence-1`, … (the key picks the partition) until every partition
+ * of `topic` has one more record; returns how many were produced. Nothing else may be producing meanwhile.
+ */
+async function fenceEachPartition(bus: Bus, topic: string, partitions: number): Promise<number> {
+  const start = await bus.endOffsets(topic);
+  for (let n = 1; n <= 100; n++) {
+    await bus.produce(topic, [encodeUsageEvent(newUsageEvent({ rental: `fence-${n - 1}`, surface: 'rpc', method: 'getSlot', units: 1, outcome: 'ok' }))]);
+    const ends = await bus.endOffsets(topic);
+    if (ends.size === partitions && [...ends].every(([p, o]) => BigInt(o) > BigInt(start.get(p) ?? '0'))) return n;
+  }
+  throw new Error(`100 fence events did not reach all ${partitions} partitions of ${topic}`);
+}
+
+/** The partitions of `topic` each member of the group holds, as the broker sees them; null unless the group is Stable. */
+async function groupAssignment(admin: Admin, groupId: string, topic: string): Promise<number[][] | null> {
+  const { groups } = await admin.describeGroups([groupId]);
+  const g = groups.find((x) => x.groupId === groupId);
+  if (g === undefined || g.state !== 'Stable') return null;
+  return g.members.map((m) => AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[topic] ?? []);
 }
 
 describe('billing job on the embedded bus', () => {
@@ -125,17 +148,25 @@ describe('billing job on Kafka', function () {
       await waitFor(() => totalsIn([dir], 'fault-').events >= 10_000, 240_000, 'all 10,000 events in the ledgers').catch((e: Error) => {
         throw new Error(`${e.message}; ledgers hold ${totalsIn([dir], 'fault-').events}; job said: ${job.stderr().slice(-600)}`);
       });
-      await sleep(1_500); // nothing more may arrive: a late replay would show as a count above 10,000
+      // Nothing more may arrive: a late replay would show as a count above 10,000. Fence: one more event on each
+      // partition, under rentals of its own; the job reads a partition in order, so once it has counted those,
+      // whatever it was going to count of the 10,000 is in the ledgers.
+      const fences = await fenceEachPartition(bus, topic, 3);
+      await waitFor(() => totalsIn([dir], 'fence-').events === fences, 120_000, 'the fence events in the ledgers');
       const got = totalsIn([dir], 'fault-');
       assert.equal(got.events, 10_000);
       assert.deepEqual(got.byKey, book.expected());
       const units = [...book.expected().values()].reduce((a, b) => a + b, 0);
       assert.equal([...got.byKey.values()].reduce((a, b) => a + b, 0), units);
+      // The job reports progress on stderr once a second (the fence may be quicker than that).
+      const progress = /billing: [\d,]+ events counted \([\d,]+\/s\), lag [\d,?]+/;
+      await waitFor(() => progress.test(job.stderr()), 30_000, 'a progress line on the job\'s stderr', 100).catch((e: Error) => {
+        throw new Error(`${e.message}; job said: ${job.stderr().slice(-600)}`);
+      });
       job.proc.kill('SIGTERM');
       assert.equal(await job.exited(), 0, job.stderr());
-      assert.match(job.stderr(), /billing: [\d,]+ events counted \([\d,]+\/s\), lag [\d,?]+/);
       const report = JSON.parse(fs.readFileSync(path.join(dir, 'report.json'), 'utf8')) as { totals: { units: number } };
-      assert.equal(report.totals.units, units);
+      assert.equal(report.totals.units, units + fences, 'the 10,000 events and the fences (1 unit each)');
     } finally {
       job.proc.kill('SIGKILL');
       await producer.close();
@@ -152,11 +183,27 @@ describe('billing job on Kafka', function () {
     const topic = `usage.billing-pair-${process.pid}`;
     await topicWithPartitions(bus, topic, 4);
     const dirs = [0, 1].map((i) => fs.mkdtempSync(path.join(os.tmpdir(), `billing-pair${i}-`)));
-    const jobs = await Promise.all(dirs.map((outDir) => startBillingJob(bus, { group: `pair-${process.pid}`, outDir, topic, log, registry: new Registry() })));
+    const group = `pair-${process.pid}`;
+    const jobs = await Promise.all(dirs.map((outDir) => startBillingJob(bus, { group, outDir, topic, log, registry: new Registry() })));
+    const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
     const book = new Ledgerbook('pair');
     try {
       await Promise.all(jobs.map((j) => j.ready));
-      await sleep(4_000); // both members joined and the group rebalanced (heartbeat 1 s)
+      // Both jobs are members and the group has settled with the 4 partitions split between them (one job
+      // alone would take them all; the second one joining makes the group rebalance).
+      await admin.connect();
+      let seen: number[][] | null = null;
+      await waitFor(
+        async () => {
+          seen = await groupAssignment(admin, group, topic);
+          return seen !== null && seen.length === 2 && seen.every((ps) => ps.length > 0) && new Set(seen.flat()).size === 4;
+        },
+        60_000,
+        'both jobs in the group with a share of the partitions each',
+        200,
+      ).catch((e: Error) => {
+        throw new Error(`${e.message}; last seen ${JSON.stringify(seen)}`);
+      });
       const records = Array.from({ length: 4_000 }, () => encodeUsageEvent(book.next()));
       for (let i = 0; i < records.length; i += 500) await bus.produce(topic, records.slice(i, i + 500));
       await waitFor(() => totalsIn(dirs, 'pair-').events >= 4_000, 120_000, 'both jobs to count all 4,000');
@@ -167,6 +214,7 @@ describe('billing job on Kafka', function () {
       assert.deepEqual([...per[0]!].filter((p) => per[1]!.has(p)), [], 'no partition counted in both');
       assert.deepEqual(totalsIn(dirs, 'pair-').byKey, book.expected());
     } finally {
+      await admin.disconnect();
       await Promise.all(jobs.map((j) => j.close()));
       await bus.close();
       for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });

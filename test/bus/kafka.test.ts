@@ -50,15 +50,6 @@ describe('KafkaBus', function () {
     return c;
   }
 
-  /** Polls an asynchronous condition (a broker query) until it holds. */
-  async function eventually(cond: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await cond())) {
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
   async function committed(groupId: string, t: string): Promise<string[]> {
     const [offsets] = await admin.fetchOffsets({ groupId, topics: [t] });
     return (offsets?.partitions ?? []).sort((a, b) => a.partition - b.partition).map((p) => p.offset);
@@ -95,25 +86,34 @@ describe('KafkaBus', function () {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const got = new Collector();
+    const reader = new Collector(); // an independent reader of the same partition, for the fence
     open.push(
-      await consumeReady({
-        topics: [t],
-        groupId,
-        from: 'beginning',
-        onBatch: async (batch: BusMessage[]) => {
-          got.onBatch(batch);
-          await gate;
-        },
-      }),
+      ...(await Promise.all([
+        consumeReady({
+          topics: [t],
+          groupId,
+          from: 'beginning',
+          onBatch: async (batch: BusMessage[]) => {
+            got.onBatch(batch);
+            await gate;
+          },
+        }),
+        consumeReady({ topics: [t], from: 'beginning', onBatch: reader.onBatch }),
+      ])),
     );
     await bus.produce(t, Array.from({ length: 5 }, (_, i) => ({ key: null, value: Buffer.from(`v${i}`) })));
     await waitFor(() => got.messages.length > 0, 60_000, 'the first batch');
-    // The handler is still running: nothing may be committed, however long we wait.
-    await new Promise((r) => setTimeout(r, 1500));
+    // The handler is still running. Fence: a later record on the same partition, produced and read back by the
+    // independent reader. A commit the member made with (or before) handing out the batch was sent to the broker
+    // before all of that, so it would show by now; and a member that did not wait for its handler would have
+    // gone on to fetch the fence too.
+    await bus.produce(t, [{ key: null, value: Buffer.from('fence') }]);
+    await waitFor(() => reader.values().includes('fence'), 60_000, 'the fence at the independent reader');
     assert.deepEqual(await committed(groupId, t), ['-1']);
+    assert.equal(got.values().includes('fence'), false, 'the member is still in its first batch');
     release();
-    await eventually(async () => (await committed(groupId, t))[0] === '5', 'the commit of offset 5');
-    assert.equal(got.messages.length, 5);
+    await waitFor(async () => (await committed(groupId, t))[0] === '6', 60_000, 'the commit of offset 6 (the fence included)', 100);
+    assert.deepEqual(got.values(), ['v0', 'v1', 'v2', 'v3', 'v4', 'fence']);
   });
 
   it('redelivers a batch whose handler failed, then commits past it', async () => {
@@ -132,7 +132,7 @@ describe('KafkaBus', function () {
       }),
     );
     await bus.produce(t, [0, 1, 2].map((i) => ({ key: null, value: Buffer.from(`v${i}`) })));
-    await eventually(async () => (await committed(groupId, t))[0] === '3', 'the commit after redelivery');
+    await waitFor(async () => (await committed(groupId, t))[0] === '3', 60_000, 'the commit after redelivery', 100);
     assert.ok(calls.length >= 2, `handler called ${calls.length} times`);
     assert.deepEqual(calls[0], ['v0', 'v1', 'v2']);
     assert.deepEqual([...new Set(calls.flat())].sort(), ['v0', 'v1', 'v2']);

@@ -5,19 +5,13 @@ import { fanoutMetrics } from '../../fanout/metrics';
 import { FanoutChild } from './child-process';
 import { RawConnection, type RawStream } from './raw-client';
 import { makeTx, startTestFanout, uniqueTopics } from './support';
+import { waitFor } from '../support/wait';
 
 // The stream under hostile load, probed from outside like a user would: subscribers that stop reading, many
 // streams from one peer. The fanout runs in a child process so that its memory is its own.
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, pred: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 async function stats(child: FanoutChild, gc = false): Promise<{ s: FanoutStats; rssMb: number; peakRssMb: number; externalMb: number; heapMb: number }> {
   const u = await child.usage(gc);
@@ -54,7 +48,7 @@ describe('fanout under hostile load', function () {
         s.send({ transactions: { all: {} }, pingId: 1 });
         readers.push(s);
       }
-      await until('readers subscribed', async () => (await stats(child)).s.index.subscribers === READERS);
+      await waitFor(async () => (await stats(child)).s.index.subscribers === READERS, 20_000, 'readers subscribed', 20);
       const readMessages = (): number[] => readers.map((r) => r.messages - 1); // minus the pong
       const base = await stats(child, true);
       let published = 0;
@@ -70,15 +64,15 @@ describe('fanout under hostile load', function () {
           s.send({ transactions: { [`idle-${w}-${i}`]: {} } });
           s.pause();
         }
-        await until('every filter installed', async () => (await stats(child)).s.index.subscribers === READERS + NON_READERS);
+        await waitFor(async () => (await stats(child)).s.index.subscribers === READERS + NON_READERS, 20_000, 'every filter installed', 20);
         const fed = await child.feed({ rate: RATE, seconds: SECONDS, seq0: published }, 60_000);
         assert.equal(fed.published, RATE * SECONDS);
         published += fed.published;
-        await until('readers caught up', () => readMessages().every((n) => n >= published), 20_000);
-        await until('the lag bound ended the rest', async () => (await stats(child)).s.subscribers === READERS, 20_000);
+        await waitFor(() => readMessages().every((n) => n >= published), 20_000, 'readers caught up', 20);
+        await waitFor(async () => (await stats(child)).s.subscribers === READERS, 20_000, 'the lag bound ended the rest', 20);
         const during = await stats(child);
         for (const c of idle) c.destroy();
-        await until('the idle connections are gone', async () => (await stats(child)).s.connections === READERS);
+        await waitFor(async () => (await stats(child)).s.connections === READERS, 20_000, 'the idle connections are gone', 20);
         await sleep(500);
         return { during, after: await stats(child, true) };
       };
@@ -124,7 +118,7 @@ describe('fanout under hostile load', function () {
       const lagBefore = fanoutMetrics.slowConsumer('lag').value;
       const s = conn.open();
       s.send({ transactions: { all: {} }, pingId: 1 });
-      await until('filter installed', () => f.fanout.stats().index.subscribers === 1);
+      await waitFor(() => f.fanout.stats().index.subscribers === 1, 20_000, 'filter installed', 20);
       s.pause();
       // ~1 kB each, 20 per 50 ms: the HTTP/2 window (64 kB) fills in about 150 ms, then the queue ages.
       for (let i = 0; i < 60 && f.fanout.stats().subscribers > 0; i++) {
@@ -154,7 +148,7 @@ describe('fanout under hostile load', function () {
       const refusedBefore = fanoutMetrics.streamRefused('connection').value;
       const onA = [a.open(), a.open(), a.open()];
       for (const s of onA) s.send({ pingId: 7 });
-      await until('three streams on A', () => f.fanout.stats().subscribers === 3);
+      await waitFor(() => f.fanout.stats().subscribers === 3, 20_000, 'three streams on A', 20);
       const fourth = a.open();
       const e4 = await fourth.ended;
       assert.equal(e4.code, status.RESOURCE_EXHAUSTED);
@@ -164,7 +158,7 @@ describe('fanout under hostile load', function () {
 
       const onB = [b.open(), b.open()];
       for (const s of onB) s.send({ pingId: 7 });
-      await until('five streams', () => f.fanout.stats().subscribers === 5);
+      await waitFor(() => f.fanout.stats().subscribers === 5, 20_000, 'five streams', 20);
       const sixth = b.open();
       const e6 = await sixth.ended;
       assert.equal(e6.code, status.RESOURCE_EXHAUSTED);
@@ -173,10 +167,10 @@ describe('fanout under hostile load', function () {
       assert.equal(onA[0]!.status, undefined);
 
       onA[0]!.cancel();
-      await until('a place freed', () => f.fanout.stats().subscribers === 4);
+      await waitFor(() => f.fanout.stats().subscribers === 4, 20_000, 'a place freed', 20);
       const again = b.open();
       again.send({ pingId: 9 });
-      await until('admitted again', () => f.fanout.stats().subscribers === 5);
+      await waitFor(() => f.fanout.stats().subscribers === 5, 20_000, 'admitted again', 20);
       assert.equal(again.status, undefined);
       assert.equal(f.fanout.stats().connections, 2);
     } finally {

@@ -6,19 +6,12 @@ import { EmbeddedBus } from '../../bus/embedded';
 import { normalizeIp, projectRentals, rentalsFromList, staticRentals } from '../../bus/rental-registry';
 import { TOPIC } from '../../bus/topics';
 import { encodeRental, parseRental, rentalTombstone, type Rental } from '../../bus/topics/rentals';
+import { waitFor } from '../support/wait';
 import { quietLog } from './support';
 
 // The RentalRegistry: the static JSON file and the projection of the compacted rentals topic.
 
 const rental = (id: string, over: Partial<Rental> = {}): Rental => parseRental({ id, ...over });
-
-async function until(pred: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('rental registry: static file', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rentals-'));
@@ -94,11 +87,11 @@ describe('rental registry: projection of the rentals topic', () => {
       let changes = 0;
       const off = p.onChange(() => changes++);
       await bus.produce(TOPIC.rentals, [encodeRental(rental('x', { ips: ['10.2.2.2'] }))]);
-      await until(() => p.byIp('10.2.2.2') !== undefined);
+      await waitFor(() => p.byIp('10.2.2.2') !== undefined, 3000, 'rental x projected', 10);
       assert.ok(changes >= 1);
       off();
       await bus.produce(TOPIC.rentals, [rentalTombstone('x')]);
-      await until(() => p.byIp('10.2.2.2') === undefined);
+      await waitFor(() => p.byIp('10.2.2.2') === undefined, 3000, 'rental x removed by its tombstone', 10);
     } finally {
       await p.close();
     }

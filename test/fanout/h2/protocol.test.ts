@@ -3,10 +3,11 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { deserializeSubscribeResponse, serializeSubscribeRequest, subscribePath, type SubscribeRequestInit } from '../../../proto/service';
 import { StreamClient } from '../../support/stream-client';
-import { makeTx, startTestFanout, testKey, testKey58 } from '../support';
-import { frame, settingsFrame } from './raw-peer';
+import { waitFor } from '../../support/wait';
+import { makeTx, startTestFanout, testKey, testKey58, type TestTx } from '../support';
+import { frame, PREFACE, settingsFrame } from './raw-peer';
 import { E, F, grpcMessage, grpcMessages, headersFrame, ping, RawH2Client, rstStream, S, T, windowUpdate } from './raw-h2-client';
-import { eventually, portOf, rawSuite, sleep } from './support';
+import { portOf, rawSuite } from './support';
 
 // The fanout's own HTTP/2 server (fanout/h2/) at the frame level, over loopback: a hand-written client sends
 // exactly the bytes each case needs and the assertions are on the frames that come back — connection errors
@@ -14,7 +15,6 @@ import { eventually, portOf, rawSuite, sleep } from './support';
 // HTTP-level answers.
 
 const PATH = subscribePath('arpc.StreamService');
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const MAX_FRAME = 16_384;
 const MAX_REQUEST = 4 << 20; // maxRequestBytes(cfg) in fanout/server.ts for the default filter limits
 
@@ -159,7 +159,7 @@ describe('fanout/h2 protocol', function () {
       assert.ok(Date.now() - t0 >= 190, `ended after ${Date.now() - t0} ms`);
       assert.equal(c.lastField(1, 'grpc-status'), '4');
       // The subscriber behind the call is gone too, not left writing into a finished stream.
-      await eventually(() => suite.f.fanout.stats().subscribers === 0, 2000, 'the timed-out subscribers gone');
+      await waitFor(() => suite.f.fanout.stats().subscribers === 0, 2000, 'the timed-out subscribers gone');
     });
 
     it('a compressed request → 12; over the max size → 8; the max itself is accepted; a malformed body → 13', async () => {
@@ -177,7 +177,8 @@ describe('fanout/h2 protocol', function () {
       assert.equal(c.lastField(3, 'grpc-status'), '8');
       assert.match(c.lastField(3, 'grpc-message') ?? '', new RegExp(`\\(${MAX_REQUEST + 1} vs\\. ${MAX_REQUEST}\\)`));
       assert.equal(c.lastField(7, 'grpc-status'), '13');
-      await sleep(300);
+      // Fence: the server has read everything up to a later PING and its answers to it have all arrived.
+      await c.fence();
       const s5 = c.stream(5);
       assert.equal(s5.ended || s5.rstCode !== undefined, false, 'a request of exactly the max is awaited');
       assert.equal(c.lastField(5, 'grpc-status'), undefined);
@@ -195,6 +196,12 @@ describe('fanout/h2 protocol', function () {
     /** Transaction responses of stream 1, as received. */
     const txBytes = (b: Buffer): Buffer => Buffer.from(deserializeSubscribeResponse(b).getTransaction()!.serializeBinary());
     const txBodies = (c: RawH2Client): Buffer[] => grpcMessages(c.dataOf(1)).bodies.filter((b) => deserializeSubscribeResponse(b).hasTransaction());
+    /** Publishes `txs`; resolves once the hub has handed every one of them to its subscribers (it counts each first). */
+    async function publishHandedOver(txs: TestTx[]): Promise<void> {
+      const before = suite.f.fanout.stats().transactions;
+      await suite.f.publishTx(...txs);
+      await waitFor(() => suite.f.fanout.stats().transactions >= before + txs.length, 5000, 'the hub to take every transaction');
+    }
 
     it('a 100-byte stream window granted by hand in small steps: every response arrives byte for byte, split across DATA frames', async () => {
       const slow = await connect({ settings: [[S.INITIAL_WINDOW_SIZE, 100]], autoWindow: false });
@@ -240,10 +247,11 @@ describe('fanout/h2 protocol', function () {
       await subscribeAll(c);
       const txs = Array.from({ length: 150 }, (_, i) => makeTx({ base: i }));
       assert.ok(txs.reduce((a, t) => a + t.message.length, 0) > 100_000);
-      await suite.f.publishTx(...txs);
+      await publishHandedOver(txs);
       const received = (): number => c.stream(1).dataFrames.reduce((a, b) => a + b, 0);
-      await c.until(() => received() === 65_535, 5000, 'the whole initial connection window');
-      await sleep(300);
+      await c.until(() => received() >= 65_535, 5000, 'the whole initial connection window');
+      // Every transaction is with the stream; whatever the server was going to send has arrived by the fence.
+      await c.fence();
       assert.equal(received(), 65_535, 'nothing past the connection window');
       c.write(windowUpdate(0, 1 << 20));
       await c.until(() => txBodies(c).length === txs.length, 5000, 'the rest after WINDOW_UPDATE');
@@ -257,8 +265,8 @@ describe('fanout/h2 protocol', function () {
       await c.until(() => c.frames.filter((x) => x.type === T.SETTINGS && x.flags === F.ACK).length === 2, 2000, 'the SETTINGS ACK');
       const before = c.dataOf(1).length;
       const txs = Array.from({ length: 20 }, (_, i) => makeTx({ base: i }));
-      await suite.f.publishTx(...txs);
-      await sleep(300);
+      await publishHandedOver(txs);
+      await c.fence();
       assert.equal(c.dataOf(1).length, before, 'no DATA in a zero window');
       c.write(settingsFrame([[S.INITIAL_WINDOW_SIZE, 65_535]]));
       await c.until(() => txBodies(c).length === txs.length, 5000, 'the transactions after the window reopened');
@@ -277,13 +285,13 @@ describe('fanout/h2 protocol', function () {
       await c.until(() => [1, 3, 5].every((id) => grpcMessages(c.dataOf(id)).bodies.length >= 1), 5000, 'three ping echoes');
       assert.equal(suite.f.fanout.stats().subscribers, base + 3);
       c.write(rstStream(3, E.CANCEL));
-      await eventually(() => suite.f.fanout.stats().subscribers === base + 2, 2000, 'one subscriber fewer');
+      await waitFor(() => suite.f.fanout.stats().subscribers === base + 2, 2000, 'one subscriber fewer');
       // The others still receive.
       const t = makeTx({ keys: [testKey(5)] });
       await suite.f.publishTx(t);
       await c.until(() => grpcMessages(c.dataOf(5)).bodies.length >= 2, 5000, 'the transaction on stream 5');
       c.destroy();
-      await eventually(() => suite.f.fanout.stats().subscribers === base, 2000, 'no subscribers of the closed socket');
+      await waitFor(() => suite.f.fanout.stats().subscribers === base, 2000, 'no subscribers of the closed socket');
     });
 
     it('fanout.close(): open streams get grpc-status 14 and a GOAWAY arrives', async () => {

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { encodeHeaderBlock, HpackDecoder, type HeaderField } from '../../../fanout/h2/hpack';
-import { frame, settingsFrame } from './raw-peer';
+import { frame, PREFACE, settingsFrame } from './raw-peer';
 
 // The client end of an HTTP/2 connection written by hand, for protocol tests of the fanout's own server: it
 // writes exactly the bytes a test asks for (valid or not), records every frame the server sends, joins and
@@ -9,7 +9,6 @@ import { frame, settingsFrame } from './raw-peer';
 
 const FRAME_HEADER_SZ = 9;
 const STREAM_MASK = 0x7fffffff;
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const GRPC_PREFIX_SZ = 5;
 
 export const T = { DATA: 0, HEADERS: 1, PRIORITY: 2, RST_STREAM: 3, SETTINGS: 4, PUSH_PROMISE: 5, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
@@ -115,6 +114,7 @@ export class RawH2Client {
   private readonly decoder = new HpackDecoder();
   private open: { streamId: number; flags: number; parts: Buffer[] } | null = null;
   private waiters: Array<() => void> = [];
+  private fences = 0;
   autoWindow: boolean;
 
   private constructor(
@@ -211,6 +211,21 @@ export class RawH2Client {
   async goaway(timeoutMs = 5000): Promise<Goaway> {
     const f = await this.frame((x) => x.type === T.GOAWAY, timeoutMs);
     return { lastStreamId: f.payload.readUInt32BE(0) & STREAM_MASK, code: f.payload.readUInt32BE(4), debug: f.payload.subarray(8).toString('latin1') };
+  }
+
+  /**
+   * A fence: resolves once every frame the server had queued for this connection when it read the fence has
+   * arrived, answers to everything written before it included (the server reads in order). It is a PING and
+   * its ACK, twice: the server writes control frames ahead of DATA within one flush, so DATA queued together
+   * with the first ACK may arrive just after it; the second ACK goes out in a later write, behind all of that.
+   */
+  async fence(timeoutMs = 5000): Promise<void> {
+    for (let round = 0; round < 2; round++) {
+      const payload = Buffer.from(`fence${String(this.fences++ % 1000).padStart(3, '0')}`, 'latin1');
+      const from = this.frames.length;
+      this.write(ping(payload));
+      await this.frame((x) => x.type === T.PING && (x.flags & F.ACK) !== 0 && x.payload.equals(payload), timeoutMs, from);
+    }
   }
 
   async waitClosed(timeoutMs = 5000): Promise<void> {

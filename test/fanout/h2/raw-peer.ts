@@ -17,7 +17,11 @@ export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8, 
 export const SETTING = { HEADER_TABLE_SIZE: 0x1 } as const;
 const PRIORITY_SZ = 5;
 const SETTING_SZ = 6;
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+/**
+ * The client connection preface (RFC 9113 §3.4), written out here rather than taken from fanout/h2/frame.ts so
+ * that the tests do not share the server's constant. The one copy for every raw HTTP/2 test helper and test.
+ */
+export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 export function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
   const head = Buffer.alloc(FRAME_HEADER_SZ);

@@ -1,10 +1,10 @@
-import assert from 'node:assert/strict';
 import { rng } from '../../support/prng';
+import { waitFor } from '../../support/wait';
 import { startTestFanout, type TestFanout } from '../support';
 import { RawH2Client } from './raw-h2-client';
 
-// Shared by the own HTTP/2 server's tests: a seeded PRNG for fuzz cases, polling for a condition, and a suite
-// fixture that starts a fanout and tears down every raw client a test opened.
+// Shared by the own HTTP/2 server's tests: a seeded PRNG for fuzz cases and a suite fixture that starts a fanout
+// and tears down every raw client a test opened. Polling for a condition is test/support/wait.ts's waitFor.
 
 /** Deterministic PRNG (mulberry32), so a failing fuzz case can be replayed from its seed. */
 export const prng = rng;
@@ -13,14 +13,6 @@ export const prng = rng;
 export const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(':') + 1));
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-export async function eventually(pred: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > end) assert.fail(`${what} not reached within ${timeoutMs} ms`);
-    await sleep(10);
-  }
-}
 
 export interface RawSuite {
   /** The suite's fanout (set in its before hook). */
@@ -53,7 +45,7 @@ export function rawSuite(over: Record<string, unknown>): RawSuite {
   });
   afterEach(async () => {
     for (const c of clients.splice(0)) c.destroy();
-    await eventually(() => suite.f.fanout.stats().subscribers === 0, 5000, 'no subscribers left');
+    await waitFor(() => suite.f.fanout.stats().subscribers === 0, 5000, 'no subscribers left');
   });
   after(async () => {
     await f?.close();
