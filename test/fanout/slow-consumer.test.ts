@@ -1,22 +1,16 @@
 import assert from 'node:assert/strict';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import * as grpc from '@grpc/grpc-js';
 import type { SubscribeResponse } from '../../proto/gen/arpc_pb';
 import { openSubscribeStream, type SubscribeStream } from '../../proto/service';
+import { liveHeapBytes } from '../support/gc';
 import { StreamClient, type PlainResponse } from '../support/stream-client';
 import { b58, makeTx, startTestFanout, type TestFanout, type TestTx } from './support';
 
 // A subscriber that stops reading is disconnected alone (DATA_LOSS) while others keep receiving everything,
 // and the server's memory stays bounded.
 
-v8.setFlagsFromString('--expose-gc');
-const gc = vm.runInNewContext('gc') as () => void;
-
 function heapMiB(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed / 2 ** 20;
+  return liveHeapBytes() / 2 ** 20;
 }
 
 const MAX_HEAP_GROWTH_MIB = 64;
