@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import path from 'node:path';
-import { projectRoot } from '../../support/paths';
 import { waitFor } from '../../support/wait';
 import { createPublicClient, createWalletClient, http, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -41,8 +39,9 @@ describe('infra/local/anvil', () => {
   });
 
   it('leaves no anvil behind when the process that started it is killed with SIGKILL', async () => {
-    // The compiled module under dist/ (or the TypeScript source in ts-node dev runs), for the child to require.
-    const module = path.join(projectRoot(), __filename.endsWith('.js') ? 'dist' : '', 'infra', 'anvil', 'anvil');
+    // The module this file imports (compiled under dist/, or the TypeScript source in ts-node dev runs), for the
+    // child to require: resolved like the import, so it follows the module wherever it moves.
+    const module = require.resolve('../../../infra/local/anvil/anvil');
     const parent = spawn(process.execPath, ['-e', `require(${JSON.stringify(module)}).startAnvil({ chainId: 56 }).then((a) => { console.log(a.processGroup); setInterval(() => {}, 1000); })`], { stdio: ['ignore', 'pipe', 'inherit'] });
     const pgid = await new Promise<number>((resolve, reject) => {
       parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
