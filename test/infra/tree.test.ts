@@ -202,6 +202,12 @@ describe('the import graph keeps its layers (README, "Layout")', () => {
     assert.deepEqual(layerViolations(graph).map((v) => `${v.from} -> ${v.to}: ${v.why}`), []);
   });
 
+  it('bus/open.ts is the one production file that constructs a Bus implementation', () => {
+    const graph = importGraph(ROOT, PRODUCTION);
+    const constructs = [...graph.keys()].filter((f) => /\bnew (KafkaBus|EmbeddedBus)\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8')));
+    assert.deepEqual(constructs, ['bus/open.ts']);
+  });
+
   it('no import circles among production files', () => {
     const graph = importGraph(ROOT, PRODUCTION);
     assert.deepEqual(circles(graph), []);
