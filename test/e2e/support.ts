@@ -3,6 +3,7 @@ import dgram from 'node:dgram';
 import { encodeEntryBatch } from '../../ingest/entry/entries';
 import { shredBatch } from '../../ingest/shred/shredder';
 import { hostPortOf } from '../../infra/base/endpoints';
+import { splitHostPort } from '../../infra/base/host-port';
 import { randomKeypair } from '../../infra/base/keypair';
 import { cliCommand, projectRoot } from '../support/paths';
 
@@ -76,10 +77,11 @@ export async function sendSlotShreds(ingest: string, slot: number, shredVersion:
   const signer = randomKeypair();
   const entries = encodeEntryBatch([{ numHashes: 1n, hash: Buffer.alloc(32, 7), txs: [tx] }]);
   const batch = shredBatch(entries, { slot: BigInt(slot), parentOffset: 1, shredVersion, fecSetIndexStart: 0, chainedRoot: Buffer.alloc(32), leaderSeed32: signer.seed, lastInSlot: true });
-  const [host, port] = hostPortOf(ingest).split(':');
-  const s = dgram.createSocket('udp4');
+  const to = splitHostPort(hostPortOf(ingest), '127.0.0.1');
+  if (to === null) throw new Error(`not an ingest address: ${ingest}`);
+  const s = dgram.createSocket(to.host.includes(':') ? 'udp6' : 'udp4');
   try {
-    for (const shred of batch.shreds) await new Promise<void>((r, j) => s.send(shred, Number(port), host, (e) => (e ? j(e) : r())));
+    for (const shred of batch.shreds) await new Promise<void>((r, j) => s.send(shred, to.port, to.host, (e) => (e ? j(e) : r())));
   } finally {
     s.close();
   }

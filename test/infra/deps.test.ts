@@ -4,11 +4,12 @@ import { builtinModules } from 'node:module';
 import path from 'node:path';
 import ts from 'typescript';
 import { projectRoot } from '../support/paths';
+import { sourceFiles, specifiersOf } from './import-graph';
 
 // package.json says what the code imports: every package production code imports is a dependency (a production
 // install has it), every package only tests and scripts import is a devDependency (a production install does
 // not carry it), and nothing is listed that no code imports, but for the few tools below that are used another
-// way. Import specifiers are read from each file's syntax tree, so comments and strings never count.
+// way. Import specifiers are read from each file's syntax tree (import-graph.ts), so comments and strings never count.
 
 const ROOT = projectRoot();
 /** What `npm install --omit=dev` must be able to run. */
@@ -52,50 +53,6 @@ export function packageOf(spec: string): string | null {
   return BUILTIN.has(name) ? null : name;
 }
 
-/**
- * Every module specifier in one file: import/export … from, import x = require(), import type('x'), import('x'),
- * require('x'), require.resolve('x'), and a call of a function named …import/…Import with a literal (test/bench
- * loads ESM-only packages through such a wrapper around import(), which tsc would otherwise turn into require()).
- */
-export function specifiersOf(file: string, text: string): string[] {
-  const kind = /\.[mc]?js$/.test(file) ? ts.ScriptKind.JS : ts.ScriptKind.TS;
-  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, kind);
-  const out: string[] = [];
-  const literal = (n: ts.Node | undefined): void => {
-    if (n !== undefined && ts.isStringLiteralLike(n)) out.push(n.text);
-  };
-  const visit = (n: ts.Node): void => {
-    if (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) literal(n.moduleSpecifier);
-    else if (ts.isExternalModuleReference(n)) literal(n.expression);
-    else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) literal(n.argument.literal);
-    else if (ts.isCallExpression(n)) {
-      const callee = n.expression;
-      const named =
-        callee.kind === ts.SyntaxKind.ImportKeyword ||
-        (ts.isIdentifier(callee) && (callee.text === 'require' || /import$/i.test(callee.text))) ||
-        (ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === 'require' && callee.name.text === 'resolve');
-      if (named) literal(n.arguments[0]);
-    }
-    ts.forEachChild(n, visit);
-  };
-  visit(sf);
-  return out;
-}
-
-function codeFiles(dir: string, skip: readonly string[] = []): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) {
-        if (!SKIP_DIRS.has(e.name) && !skip.includes(path.relative(ROOT, p))) walk(p);
-      } else if (CODE.test(e.name)) out.push(p);
-    }
-  };
-  walk(path.join(ROOT, dir));
-  return out;
-}
-
 export type Use = 'production' | 'dev';
 
 /** Package → where it is imported from (production wins: a package both use is production's). */
@@ -103,11 +60,11 @@ export function importedPackages(): Map<string, { use: Use; example: string }> {
   const found = new Map<string, { use: Use; example: string }>();
   const scan = (dirs: string[], use: Use, skip: string[]): void => {
     for (const dir of dirs) {
-      for (const file of codeFiles(dir, skip)) {
-        for (const spec of specifiersOf(file, fs.readFileSync(file, 'utf8'))) {
+      for (const file of sourceFiles(ROOT, dir, CODE, SKIP_DIRS, skip)) {
+        for (const spec of specifiersOf(file, fs.readFileSync(path.join(ROOT, file), 'utf8'))) {
           const pkg = packageOf(spec);
           if (pkg === null || found.get(pkg)?.use === 'production') continue;
-          found.set(pkg, { use, example: path.relative(ROOT, file) });
+          found.set(pkg, { use, example: file });
         }
       }
     }

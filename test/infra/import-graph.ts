@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 
 // The project's import graph and the rules it must keep (README, "Layout"): which folder may import which, and no
 // circles. Pure functions over { file → imported files } so the rules can be shown failing on made-up graphs.
@@ -43,13 +44,54 @@ export function unitOf(rel: string): Unit | null {
   return best;
 }
 
-/** Relative module specifiers of a source text: static and type-only imports, re-exports, import(), require(). */
-export function specifiers(text: string): string[] {
-  // Comments may quote paths; they import nothing (blanked, lines kept).
-  const code = text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/^[ \t]*\/\/[^\n]*/gm, '');
+/**
+ * Every module specifier in one file, read from its syntax tree (comments and strings never count):
+ * import/export … from, import x = require(), import type('x'), import('x'), require('x'), require.resolve('x'),
+ * and a call of a function named …import/…Import with a literal (test/bench loads ESM-only packages through such a
+ * wrapper around import(), which tsc would otherwise turn into require()). Type-only imports are edges too.
+ */
+export function specifiersOf(file: string, text: string): string[] {
+  const kind = /\.[mc]?js$/.test(file) ? ts.ScriptKind.JS : ts.ScriptKind.TS;
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, kind);
   const out: string[] = [];
-  const re = /(?:\bfrom\s+|\bimport\s*\(\s*|\brequire(?:\.resolve)?\s*\(\s*|^\s*import\s+)(['"])(\.{1,2}\/[^'"\n]*|\.{1,2})\1/gm;
-  for (const m of code.matchAll(re)) out.push(m[2]!);
+  const literal = (n: ts.Node | undefined): void => {
+    if (n !== undefined && ts.isStringLiteralLike(n)) out.push(n.text);
+  };
+  const visit = (n: ts.Node): void => {
+    if (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) literal(n.moduleSpecifier);
+    else if (ts.isExternalModuleReference(n)) literal(n.expression);
+    else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) literal(n.argument.literal);
+    else if (ts.isCallExpression(n)) {
+      const callee = n.expression;
+      const named =
+        callee.kind === ts.SyntaxKind.ImportKeyword ||
+        (ts.isIdentifier(callee) && (callee.text === 'require' || /import$/i.test(callee.text))) ||
+        (ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === 'require' && callee.name.text === 'resolve');
+      if (named) literal(n.arguments[0]);
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return out;
+}
+
+/** The relative specifiers of a TypeScript text: the edges inside the project. */
+export function specifiers(text: string): string[] {
+  return specifiersOf('x.ts', text).filter((s) => /^\.\.?(\/|$)/.test(s));
+}
+
+/** Files under `dir` (project-relative paths) whose names match `file`, skipping folders named in `skipDirs` or at a path in `skipPaths`. */
+export function sourceFiles(root: string, dir: string, file: RegExp, skipDirs: ReadonlySet<string>, skipPaths: readonly string[] = []): string[] {
+  const out: string[] = [];
+  const walk = (rel: string): void => {
+    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
+      const r = `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        if (!skipDirs.has(e.name) && !skipPaths.includes(r)) walk(r);
+      } else if (e.isFile() && file.test(e.name)) out.push(r);
+    }
+  };
+  walk(dir);
   return out;
 }
 
@@ -163,27 +205,21 @@ export function unitEdges(graph: Graph): Map<Unit, Set<Unit>> {
 }
 
 const SKIP_DIRS = new Set(['node_modules', 'dist', '.git', '.cache', 'fixtures', 'scripts', 'target', 'gen']);
+/** TypeScript sources, not declarations (generated code under proto/gen is reached through its .d.ts). */
+const TS_SOURCE = /(?<!\.d)\.ts$/;
 
 /** The import graph of the TypeScript sources under `dirs` (project-relative), edges resolved inside the tree. */
 export function importGraph(root: string, dirs: readonly string[]): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  const visit = (rel: string): void => {
-    const abs = path.join(root, rel);
-    for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
-      const r = `${rel}/${e.name}`;
-      if (e.isDirectory()) {
-        if (!SKIP_DIRS.has(e.name)) visit(r);
-      } else if (e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
-        const text = fs.readFileSync(path.join(root, r), 'utf8');
-        const tos = new Set<string>();
-        for (const s of specifiers(text)) {
-          const to = resolveSpecifier(root, r, s);
-          if (to !== null) tos.add(to);
-        }
-        graph.set(r, [...tos]);
+  for (const d of dirs) {
+    for (const r of sourceFiles(root, d, TS_SOURCE, SKIP_DIRS)) {
+      const tos = new Set<string>();
+      for (const s of specifiers(fs.readFileSync(path.join(root, r), 'utf8'))) {
+        const to = resolveSpecifier(root, r, s);
+        if (to !== null) tos.add(to);
       }
+      graph.set(r, [...tos]);
     }
-  };
-  for (const d of dirs) visit(d);
+  }
   return graph;
 }
