@@ -1,0 +1,39 @@
+// The seam between address-lookup-table resolution (the table cache) and the streams that use it (v2 messages and
+// filters, and v1 filters when the operator asks). A v0 transaction names accounts as (table, index) pairs; the
+// chain loads them in the order writable indexes of every lookup, then readonly indexes of every lookup
+// (Agave's `LoadedAddresses`), and that is the order of the lists here.
+
+/** One `MessageAddressTableLookup` of a v0 message. */
+export interface TableLookup {
+  /** The table's account key, 32 bytes. */
+  table: Buffer;
+  writableIndexes: Uint8Array;
+  readonlyIndexes: Uint8Array;
+}
+
+/** What a transaction's lookups load, as far as the table cache knows at the moment of resolution. */
+export interface LoadedAddresses {
+  writable: Buffer[];
+  readonly: Buffer[];
+  /** Keys of the tables that could not be resolved within the bound (unknown, or an index out of range). Empty
+   *  when every lookup resolved; a transaction with unresolved tables is matched on what is known. */
+  unresolvedTables: Buffer[];
+}
+
+export interface LoadedAddressResolver {
+  /**
+   * Resolves `lookups`. Calls `done` exactly once: synchronously when every table is held, otherwise no later than
+   * the resolver's configured bound, with what is known by then.
+   */
+  resolve(lookups: readonly TableLookup[], slot: bigint, done: (loaded: LoadedAddresses) => void): void;
+}
+
+const NONE: LoadedAddresses = Object.freeze({ writable: [], readonly: [], unresolvedTables: [] }) as LoadedAddresses;
+
+/** The resolver of a deployment without a table cache: nothing resolves, every table is reported unresolved. */
+export const noResolution: LoadedAddressResolver = {
+  resolve(lookups, _slot, done) {
+    if (lookups.length === 0) return done(NONE);
+    done({ writable: [], readonly: [], unresolvedTables: lookups.map((l) => l.table) });
+  },
+};
