@@ -197,19 +197,26 @@ export class KafkaBus implements Bus {
       producer.send({
         topic,
         acks: -1,
-        messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers === undefined ? {} : { headers: r.headers }) })),
+        messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers === undefined ? {} : { headers: r.headers }), ...(r.partition === undefined ? {} : { partition: r.partition }) })),
       }),
     );
   }
 
   async endOffsets(topic: string): Promise<Map<number, string>> {
+    return new Map((await this.offsets(topic)).map((o) => [o.partition, o.high]));
+  }
+
+  async startOffsets(topic: string): Promise<Map<number, string>> {
+    return new Map((await this.offsets(topic)).map((o) => [o.partition, o.low]));
+  }
+
+  private async offsets(topic: string): Promise<Array<{ partition: number; high: string; low: string }>> {
     const admin = await kafkaCall(() => this.getAdmin());
     // Right after createTopics (waitForLeaders), a KRaft broker can still answer ListOffsets with "not the leader"
     // for a moment; kafkajs's admin does not retry it. Retry retriable errors briefly, re-reading the metadata.
     for (let attempt = 1; ; attempt++) {
       try {
-        const offsets = await admin.fetchTopicOffsets(topic);
-        return new Map(offsets.map((o) => [o.partition, o.high]));
+        return await admin.fetchTopicOffsets(topic);
       } catch (e) {
         if (attempt >= END_OFFSETS_ATTEMPTS || (e as { retriable?: unknown }).retriable !== true) throw scrubError(e);
         await new Promise((r) => setTimeout(r, 100 * attempt));
