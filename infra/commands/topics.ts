@@ -179,7 +179,7 @@ async function replay(args: ParsedArgs): Promise<number> {
   try {
     checked = await verifyRecordingFile(file!);
   } catch (e) {
-    if (e instanceof RecordingError) throw new UsageError(`${file}: ${e.message}`);
+    if (e instanceof RecordingError) throw new RecordingError(`${file}: ${e.message}`); // one line, exit 1 (infra/cli.ts)
     throw e;
   }
   const { meta } = checked;
