@@ -142,9 +142,12 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       await bus.produce(t, [0, 1, 2].map((p) => ({ ...rec('same-key', `to-${p}`), partition: p })));
       const got = new Collector();
       await consume({ topics: [t], from: 'beginning', onBatch: got.onBatch });
-      await waitFor(() => got.messages.length >= 3, WAIT_MS, 'three messages');
-      assert.equal(got.messages.length, 3);
-      assert.deepEqual(byPartition(got.messages), new Map([[0, ['to-0']], [1, ['to-1']], [2, ['to-2']]]));
+      await waitFor(() => new Set(got.values()).size >= 3, WAIT_MS, 'three messages');
+      // Each partition holds its own record and only it. Distinct values, not a count: kafkajs's producer (not
+      // idempotent) resends a whole request when one partition of a just-created topic answers "not leader yet",
+      // so a record may be there twice — delivery is at-least-once on Kafka, and that is not what this tests.
+      const distinct = new Map([...byPartition(got.messages)].map(([p, vs]) => [p, [...new Set(vs)]]));
+      assert.deepEqual(distinct, new Map([[0, ['to-0']], [1, ['to-1']], [2, ['to-2']]]));
       await assert.rejects(bus.produce(t, [{ ...rec('k', 'v'), partition: 7 }]));
     });
 
