@@ -6,6 +6,11 @@ export interface ProduceRecord {
   key: Buffer | null;
   value: Buffer | null; // null = tombstone (compacted topics delete the key)
   headers?: Record<string, Buffer>;
+  /**
+   * The partition to append to, instead of the one the key picks (a replay of recorded records keeps theirs).
+   * Must exist: a partition the topic lacks fails the whole produce call.
+   */
+  partition?: number;
 }
 
 /**
@@ -62,5 +67,10 @@ export interface Bus {
   consume(options: ConsumeOptions): Promise<Consumer>;
   /** Per partition, the offset the next produced message will get (Kafka's high watermark). */
   endOffsets(topic: string): Promise<Map<number, string>>;
+  /**
+   * Per partition, the offset of the first record still retained (Kafka's log start offset; equals the end
+   * offset when retention has dropped everything). What a reader from 'beginning' gets first.
+   */
+  startOffsets(topic: string): Promise<Map<number, string>>;
   close(): Promise<void>;
 }

@@ -121,12 +121,14 @@ export class EmbeddedBus implements Bus {
     const t = this.topic(topic);
     // Validate the whole batch first, so a bad record appends nothing (a Kafka produce request fails whole).
     if (t.spec.compacted && records.some((r) => r.key === null)) throw new Error(`topic ${topic} is compacted: every record needs a key`);
+    const n = t.logs.length;
+    const outside = records.find((r) => r.partition !== undefined && (!Number.isInteger(r.partition) || r.partition < 0 || r.partition >= n));
+    if (outside !== undefined) throw new RangeError(`topic ${topic} has ${n} partitions: no partition ${outside.partition}`);
     const copyIn = this.opts.copyOnProduce ?? true;
     const now = Date.now();
     const touched = new Set<PartitionLog>();
-    const n = t.logs.length;
     for (const r of records) {
-      const p = r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n);
+      const p = r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
       const log = t.logs[p]!;
       const headers: Record<string, Buffer> = {};
       if (r.headers !== undefined) for (const h in r.headers) headers[h] = copyIn ? Buffer.from(r.headers[h]!) : r.headers[h]!;
@@ -148,6 +150,11 @@ export class EmbeddedBus implements Bus {
   async endOffsets(topic: string): Promise<Map<number, string>> {
     this.assertOpen();
     return new Map(this.topic(topic).logs.map((log) => [log.partition, String(log.end)]));
+  }
+
+  async startOffsets(topic: string): Promise<Map<number, string>> {
+    this.assertOpen();
+    return new Map(this.topic(topic).logs.map((log) => [log.partition, String(log.start)]));
   }
 
   async close(): Promise<void> {

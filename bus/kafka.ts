@@ -192,24 +192,47 @@ export class KafkaBus implements Bus {
 
   async produce(topic: string, records: ProduceRecord[]): Promise<void> {
     if (records.length === 0) return;
+    // kafkajs sends nothing, and reports success, for a partition the topic lacks: check explicit ones first.
+    const highest = records.reduce((m, r) => (r.partition === undefined ? m : Math.max(m, r.partition)), -1);
+    if (highest >= 0) await this.checkPartition(topic, highest);
     const producer = await kafkaCall(() => this.getProducer());
     await kafkaCall(() =>
       producer.send({
         topic,
         acks: -1,
-        messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers === undefined ? {} : { headers: r.headers }) })),
+        messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers === undefined ? {} : { headers: r.headers }), ...(r.partition === undefined ? {} : { partition: r.partition }) })),
       }),
     );
   }
 
+  /** Partition counts seen, so a replay's explicit partitions cost one metadata call per topic, not per batch. */
+  private readonly partitionCounts = new Map<string, number>();
+
+  private async checkPartition(topic: string, partition: number): Promise<void> {
+    let n = this.partitionCounts.get(topic);
+    // Unknown, or too small (partitions may have been added since): ask the cluster.
+    if (n === undefined || partition >= n) {
+      n = (await this.offsets(topic)).length;
+      this.partitionCounts.set(topic, n);
+    }
+    if (!Number.isInteger(partition) || partition >= n) throw new RangeError(`topic ${topic} has ${n} partitions: no partition ${partition}`);
+  }
+
   async endOffsets(topic: string): Promise<Map<number, string>> {
+    return new Map((await this.offsets(topic)).map((o) => [o.partition, o.high]));
+  }
+
+  async startOffsets(topic: string): Promise<Map<number, string>> {
+    return new Map((await this.offsets(topic)).map((o) => [o.partition, o.low]));
+  }
+
+  private async offsets(topic: string): Promise<Array<{ partition: number; high: string; low: string }>> {
     const admin = await kafkaCall(() => this.getAdmin());
     // Right after createTopics (waitForLeaders), a KRaft broker can still answer ListOffsets with "not the leader"
     // for a moment; kafkajs's admin does not retry it. Retry retriable errors briefly, re-reading the metadata.
     for (let attempt = 1; ; attempt++) {
       try {
-        const offsets = await admin.fetchTopicOffsets(topic);
-        return new Map(offsets.map((o) => [o.partition, o.high]));
+        return await admin.fetchTopicOffsets(topic);
       } catch (e) {
         if (attempt >= END_OFFSETS_ATTEMPTS || (e as { retriable?: unknown }).retriable !== true) throw scrubError(e);
         await new Promise((r) => setTimeout(r, 100 * attempt));

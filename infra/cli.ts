@@ -22,6 +22,7 @@ const COMMANDS: Record<string, Command> = {
   subscribe: { summary: 'print a v1 transaction stream', load: async () => import('../fanout/cli/subscribe') },
   rentals: { summary: 'write and read rentals, events on the rentals topic (put | get | list | delete)', load: async () => import('./commands/rentals') },
   billing: { summary: 'billing jobs on usage.events (run | report)', load: async () => import('./commands/billing') },
+  topics: { summary: 'record topics to a file and replay them into a broker (record | replay)', load: async () => import('./commands/topics') },
   kafka: { summary: 'a local Kafka broker (jars | start)', load: async () => import('./local/kafka/cli') },
 };
 
@@ -36,6 +37,8 @@ function usage(): string {
 /** Errors from opening files and sockets that a user fixes by changing an argument: no stack trace. */
 function operatorError(e: unknown): string | null {
   if (e instanceof ListenError) return e.message;
+  // A recording file that is not whole (bus/recording.ts): its message says where; no stack trace.
+  if (e instanceof Error && e.name === 'RecordingError') return e.message;
   const listen = describeListenError(e);
   if (listen !== null) return listen;
   if (typeof e === 'object' && e !== null && 'code' in e && 'syscall' in e && 'path' in e) {

@@ -67,6 +67,7 @@ describe('EmbeddedBus', () => {
 
     assert.deepEqual(b.retained('t').map((p) => [p.start, p.end, p.messages]), [['901', '1001', 100]]);
     assert.deepEqual(await b.endOffsets('t'), new Map([[0, '1001']]));
+    assert.deepEqual(await b.startOffsets('t'), new Map([[0, '901']]));
     release();
     await waitFor(() => slow.messages.length >= 101, 5000, 'the retained tail');
     assert.equal(slow.messages.length, 101);
@@ -100,6 +101,7 @@ describe('EmbeddedBus', () => {
     await waitFor(() => b.retained('aged').every((q) => q.messages === 0), 5000, 'aged messages to expire');
     const ends = await b.endOffsets('aged');
     assert.equal([...ends.values()].reduce((n, e) => n + Number(e), 0), 20); // offsets are never reused
+    assert.deepEqual(await b.startOffsets('aged'), ends); // nothing retained: start = end
   });
 
   it('compacts superseded records and expires tombstones, keeping latest-per-key for a rebuild', async () => {

@@ -152,6 +152,9 @@ class FlakyBus implements Bus {
   async endOffsets(): Promise<Map<number, string>> {
     return new Map();
   }
+  async startOffsets(): Promise<Map<number, string>> {
+    return new Map();
+  }
   async close(): Promise<void> {}
 }
 

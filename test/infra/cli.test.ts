@@ -17,7 +17,7 @@ const STACK = /\n\s+at /;
 
 /** Every option each command must list in its help (the declaration is what help prints; this is the promise). */
 const HELP: Record<string, string[]> = {
-  '': ['start', 'decode', 'replay', 'record', 'subscribe', 'rentals', 'billing', 'kafka', '--help'],
+  '': ['start', 'decode', 'replay', 'record', 'subscribe', 'rentals', 'billing', 'topics', 'kafka', '--help'],
   start: ['--config FILE', '--endpoints FILE', 'ingest.listen', 'fanout.listen', 'metrics.listen'],
   decode: ['<capture>', '--format pcap|ar|u64lp', '--shred-version N', '--leader KEY'],
   replay: ['<capture>', '--to HOST:PORT', '--rate PPS', '--loop N', '--format pcap|ar|u64lp'],
@@ -34,6 +34,9 @@ const HELP: Record<string, string[]> = {
   billing: ['run', 'report'],
   'billing run': ['--group NAME', '--out DIR', '--brokers', '--topic TOPIC'],
   'billing report': ['--out DIR', '--json', '--csv'],
+  topics: ['record', 'replay'],
+  'topics record': ['--topic T', '--from TIME|OFFSET', '--to TIME|OFFSET', '--out FILE', '--note TEXT', '--brokers', '--admin HOST:PORT', '--endpoints FILE'],
+  'topics replay': ['<file>', '--pace fast|recorded', '--rename FROM=TO', '--brokers', '--admin HOST:PORT', '--endpoints FILE'],
 };
 
 function words(cmd: string): string[] {
@@ -88,9 +91,11 @@ describe('meridian CLI: help, options and bad input (child processes)', function
       ['subscribe', '--frobnicate', 'x'],
       ['kafka', 'jars', '--frobnicate'],
       ['kafka', 'start', '--frobnicate=1'],
+      ['topics', 'record', '--topic', 't', '--frobnicate'],
+      ['topics', 'replay', 'x.mrec', '--frobnicate'],
     ];
     for (const argv of cases) {
-      const cmd = argv[0] === 'kafka' ? `kafka ${argv[1]}` : argv[0]!;
+      const cmd = argv[0] === 'kafka' || argv[0] === 'topics' ? `${argv[0]} ${argv[1]}` : argv[0]!;
       it(`meridian ${cmd}`, async () => {
         const r = await runCli(argv);
         assert.equal(r.code, 2, r.stderr);

@@ -186,7 +186,7 @@ describe('infra: rentals admin endpoint', () => {
   it('other routes 404, other methods 405 with allow; a malformed escape is a logged 500', async () => {
     for (const path of ['/', '/foo', '/rentals/a/b']) {
       const r = await request(port, 'GET', path);
-      assert.deepEqual([r.status, json(r)], [404, { error: 'no such route; try /rentals' }], path);
+      assert.deepEqual([r.status, json(r)], [404, { error: 'no such route; try /rentals or /topics/records' }], path);
     }
     const cases: Array<[string, string, string]> = [
       ['POST', '/rentals', 'GET'],

@@ -16,7 +16,7 @@ export interface RentalTarget {
 
 export const DEFAULT_ENDPOINTS_FILE = '.meridian/endpoints.json';
 
-function adminAddress(flag: string | undefined, endpointsFile: string | undefined): { host: string; port: number } {
+export function adminAddress(flag: string | undefined, endpointsFile: string | undefined): { host: string; port: number } {
   let v = flag;
   if (v === undefined) {
     const file = endpointsFile ?? DEFAULT_ENDPOINTS_FILE;

@@ -6,6 +6,7 @@ import type { RentalRegistry } from '../../../bus/rental-registry';
 import { deleteRental, putRental } from '../../../bus/rental-store';
 import { parseRental, type Rental } from '../../../bus/topics/rentals';
 import type { Log } from '../../base/log';
+import { recordTopics, replayTopics } from './topics';
 
 // The loopback-only admin endpoint of a single-machine run: `meridian rentals …` talks to it when there is no
 // Kafka cluster to write to. It writes the very event an operator would write to Kafka (onto the embedded bus)
@@ -18,6 +19,7 @@ import type { Log } from '../../base/log';
 //   GET    /rentals/ID     → 200 Rental | 404
 //   PUT    /rentals/ID     → 200 Rental (once every surface's projection holds it) | 400 {error, problems}
 //   DELETE /rentals/ID     → 200 {deleted: ID} (once no surface admits it) | 404
+//   GET|POST /topics/records → record or replay topics of the embedded bus (topics.ts)
 
 const MAX_BODY = 1 << 20;
 const LIVE_WAIT_MS = 2_000;
@@ -85,8 +87,25 @@ export async function startAdmin(bus: Bus, registry: RentalRegistry, o: AdminOpt
     if (!isLoopback(ctx.socket.remoteAddress)) return send(ctx, 403, { error: 'the admin endpoint answers loopback clients only' });
     // WHATWG URL rather than ctx.path: the same normalisation of dot segments and escapes as before.
     const url = new URL(ctx.url, 'http://admin.invalid');
+    if (url.pathname === '/topics/records') {
+      if (ctx.method === 'GET') {
+        ctx.respond = false; // the recording streams onto the raw response
+        const answer = await recordTopics(bus, url, ctx.res, o.log);
+        if (answer !== null) {
+          ctx.respond = true;
+          send(ctx, answer.status, answer.body);
+        }
+        return;
+      }
+      if (ctx.method === 'POST') {
+        const answer = await replayTopics(bus, ctx.req, o.log);
+        return send(ctx, answer!.status, answer!.body);
+      }
+      ctx.set('allow', 'GET, POST');
+      return send(ctx, 405, { error: `${ctx.method} is not allowed here` });
+    }
     const m = /^\/rentals(?:\/([^/]+))?\/?$/.exec(url.pathname);
-    if (m === null) return send(ctx, 404, { error: 'no such route; try /rentals' });
+    if (m === null) return send(ctx, 404, { error: 'no such route; try /rentals or /topics/records' });
     const id = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
     if (ctx.method === 'GET' && id === undefined) return send(ctx, 200, registry.all().sort((a, b) => a.id.localeCompare(b.id)));
     if (ctx.method === 'GET' && id !== undefined) {

@@ -29,6 +29,7 @@ export function recordingBus(calls: Produce[]): Bus {
     },
     consume: unused,
     endOffsets: unused,
+    startOffsets: unused,
     close: async () => undefined,
   };
 }
