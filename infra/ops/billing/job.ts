@@ -41,9 +41,18 @@ export interface BillingJob {
   stats(): BillingStats;
   /** Records on the topic not yet in this directory's ledgers. */
   lag(): Promise<number>;
+  /**
+   * Waits until the ledgers hold everything on the topic now (lag 0), at most `timeoutMs`; false when time ran out.
+   * A service stopping calls it after its usage producer has flushed, so the embedded bus's last events are billed
+   * before the log goes with the process.
+   */
+  drain(timeoutMs: number): Promise<boolean>;
   /** Stops consuming (the running batch finishes and is committed) and writes the final report. */
   close(): Promise<void>;
 }
+
+/** How often drain() looks at the lag (a stop waits at most this much longer than needed). */
+const DRAIN_POLL_MS = 50;
 
 interface Held {
   state: LedgerState;
@@ -166,7 +175,7 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
   }, o.reportEveryMs ?? 1_000);
   timer.unref();
 
-  return {
+  const job: BillingJob = {
     ready: consumer.ready,
     stats: () => ({ ...stats }),
     lag: async () => {
@@ -180,10 +189,19 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
       }
       return Number(lag);
     },
+    drain: async (timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        if ((await job.lag()) === 0) return true;
+        if (Date.now() >= deadline) return false;
+        await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      }
+    },
     close: async () => {
       clearInterval(timer);
       await consumer.close();
       writeReport(o.outDir);
     },
   };
+  return job;
 }
