@@ -217,13 +217,15 @@ export class KafkaBus implements Bus {
   }
 
   async logIdentity(topic: string): Promise<LogIdentity> {
-    const admin = await kafkaCall(() => this.getAdmin());
-    const { clusterId } = await kafkaCall(() => admin.describeCluster());
-    await kafkaCall(() => admin.fetchTopicMetadata({ topics: [topic] })); // the topic must exist, as on the embedded bus
-    return { id: `kafka:${clusterId}/${topic}`, exact: false };
+    return this.listOffsets(topic, async (admin) => {
+      const { clusterId } = await admin.describeCluster();
+      await admin.fetchTopicMetadata({ topics: [topic] }); // the topic must exist, as on the embedded bus
+      return { id: `kafka:${clusterId}/${topic}`, exact: false };
+    });
   }
 
-  private async listOffsets(topic: string, f: (admin: Admin) => Promise<Map<number, string>>): Promise<Map<number, string>> {
+  /** A call about one topic's partitions, retried as ListOffsets needs it (below). */
+  private async listOffsets<T>(topic: string, f: (admin: Admin) => Promise<T>): Promise<T> {
     const admin = await kafkaCall(() => this.getAdmin());
     // Right after createTopics (waitForLeaders), a KRaft broker can still answer ListOffsets with "not the leader"
     // for a moment; kafkajs's admin does not retry it. Retry retriable errors briefly, re-reading the metadata.
