@@ -6,16 +6,18 @@ import type { PartitionLedger } from './ledger';
 // and recreated (or a new cluster behind the same brokers) does too. Skipping there would drop real usage.
 //
 // In order, for a ledger of partition p with nextOffset N > 0 (a ledger at 0 skips nothing):
-//   1. its log id must be the topic's. An exact identity (embedded: one id per log) settles it. A ledger written
-//      before logs were recorded ('') is of another log on an exact bus; elsewhere it goes on to the marker checks.
+//   1. its log id must be the topic's (on an exact bus, embedded, a different id settles it). A ledger written
+//      before logs were recorded ('') is of another log on an exact bus; elsewhere it goes on to the checks below
+//      (it has no marker either, so only the end offset can tell; one that passes is adopted).
 //   2. the log must reach N (end offset ≥ N): offsets are never reused, so a log that ends below N started over.
 //   3. not exact (Kafka: the id is the cluster and the topic name, a recreated topic keeps it) — the marker. The
 //      ledger keeps the last record it read, offset O = N − 1 and append time T. Append times only grow along a
 //      partition (LogAppendTime, bus/kafka.ts), so in the same log the first record appended after T comes after O.
 //      A log created after T holds only records appended after T, from its own start (offset 0 ≤ O): if the first
-//      offset with append time > T is ≤ O, the records there are not the ones the ledger read. The check fails
-//      only if the broker's clock stepped back past T; the ids the new ledger keeps from the old one (ledger.ts
-//      ledgerForNewLog) then still skip the latest RECENT_IDS events read again.
+//      offset with append time > T is ≤ O, the records there are not the ones the ledger read. This is wrong only
+//      if the broker's clock stepped back past T: the same log is then taken for a new one and its retained records
+//      are read again, of which the ids the new ledger keeps (ledger.ts ledgerForNewLog) still skip the latest
+//      RECENT_IDS.
 
 export type LogVerdict = { same: true } | { same: false; why: string };
 
