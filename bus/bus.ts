@@ -59,6 +59,21 @@ export interface Consumer {
   close(): Promise<void>;
 }
 
+/**
+ * Which log a topic's offsets belong to. An offset is a position in one log: whoever keeps offsets outside the bus
+ * (billing ledgers) must not read them against another log that happens to carry the same topic name.
+ */
+export interface LogIdentity {
+  /** Names the log, e.g. `embedded:<uuid>` or `kafka:<cluster id>/<topic>`. */
+  id: string;
+  /**
+   * True when the id changes whenever the topic's offsets start over (the embedded bus: a new id per topic created).
+   * False when a topic deleted and recreated keeps it (Kafka: the cluster id and the name, see kafka.ts): then a
+   * marker must be checked as well (offsetsForTime).
+   */
+  exact: boolean;
+}
+
 export interface Bus {
   readonly kind: 'kafka' | 'embedded';
   createTopics(specs: TopicSpec[]): Promise<void>;
@@ -72,5 +87,12 @@ export interface Bus {
    * offset when retention has dropped everything). What a reader from 'beginning' gets first.
    */
   startOffsets(topic: string): Promise<Map<number, string>>;
+  /** The log behind a topic (the topic must exist). */
+  logIdentity(topic: string): Promise<LogIdentity>;
+  /**
+   * Per partition, the first retained offset whose append time is ≥ timeMs, or the end offset when there is none
+   * (Kafka's ListOffsets by timestamp).
+   */
+  offsetsForTime(topic: string, timeMs: number): Promise<Map<number, string>>;
   close(): Promise<void>;
 }

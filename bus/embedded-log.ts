@@ -99,6 +99,18 @@ export class PartitionLog {
     return { batch, from, next: this.entries[stop - 1]!.n + 1, skipped };
   }
 
+  /**
+   * The first retained offset whose append time is ≥ timeMs, else `end`. A scan, not a search: append times come
+   * from Date.now(), which may step back, and this is asked rarely (a billing job checking its ledger).
+   */
+  offsetForTime(timeMs: number): number {
+    for (let i = this.head; i < this.entries.length; i++) {
+      const e = this.entries[i]!;
+      if (e.msg.timestamp >= timeMs) return e.n;
+    }
+    return this.end;
+  }
+
   /** Time-based work that appends alone would not trigger on an idle partition. */
   sweep(now: number): void {
     if (!this.limits.compacted) this.trim(now);

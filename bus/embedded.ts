@@ -1,4 +1,5 @@
-import type { Bus, ConsumeOptions, Consumer, ProduceRecord, TopicSpec } from './bus';
+import { randomUUID } from 'node:crypto';
+import type { Bus, ConsumeOptions, Consumer, LogIdentity, ProduceRecord, TopicSpec } from './bus';
 import { Cursor, type CursorHooks } from './embedded-cursor';
 import { Group, type Member } from './embedded-group';
 import { PartitionLog, type LogLimits } from './embedded-log';
@@ -14,6 +15,9 @@ import { rootLogger, type Log } from '../infra/base/log';
 // Differences by design: topics must be created before use (no auto-create); messages are shared between
 // readers, not copied per reader, so handlers must treat them as read-only; produced buffers are copied once
 // (unless copyOnProduce is false), so a producer may reuse its buffers as it could with Kafka.
+// Nothing is kept on disk: a topic's records and offsets live as long as the bus instance (in a one-machine run,
+// the process). So each topic gets a random log id when it is created (logIdentity): a restart starts new logs
+// at offset 0 under new ids, and offsets kept elsewhere (billing ledgers) can tell.
 
 export interface EmbeddedBusOptions {
   /** Plain topics: messages kept per partition. */
@@ -53,6 +57,8 @@ interface Topic {
   spec: TopicSpec;
   logs: PartitionLog[];
   roundRobin: number;
+  /** This incarnation of the topic's log (see the header). */
+  logId: string;
 }
 
 function copy(b: Buffer | null): Buffer | null {
@@ -112,7 +118,7 @@ export class EmbeddedBus implements Bus {
         compactMinDirty: this.opts.compactMinDirty ?? 1000,
       };
       const logs = Array.from({ length: spec.partitions }, (_, p) => new PartitionLog(spec.name, p, limits));
-      this.topics.set(spec.name, { spec: { ...spec }, logs, roundRobin: 0 });
+      this.topics.set(spec.name, { spec: { ...spec }, logs, roundRobin: 0, logId: `embedded:${randomUUID()}` });
     }
   }
 
@@ -155,6 +161,16 @@ export class EmbeddedBus implements Bus {
   async startOffsets(topic: string): Promise<Map<number, string>> {
     this.assertOpen();
     return new Map(this.topic(topic).logs.map((log) => [log.partition, String(log.start)]));
+  }
+
+  async logIdentity(topic: string): Promise<LogIdentity> {
+    this.assertOpen();
+    return { id: this.topic(topic).logId, exact: true };
+  }
+
+  async offsetsForTime(topic: string, timeMs: number): Promise<Map<number, string>> {
+    this.assertOpen();
+    return new Map(this.topic(topic).logs.map((log) => [log.partition, String(log.offsetForTime(timeMs))]));
   }
 
   async close(): Promise<void> {

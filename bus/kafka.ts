@@ -11,7 +11,7 @@ import {
   type Producer,
   type logCreator,
 } from 'kafkajs';
-import type { Bus, BusMessage, ConsumeOptions, Consumer, ProduceRecord, TopicSpec } from './bus';
+import type { Bus, BusMessage, ConsumeOptions, Consumer, LogIdentity, ProduceRecord, TopicSpec } from './bus';
 import { rootLogger, type Log } from '../infra/base/log';
 
 // The Bus on Apache Kafka through kafkajs.
@@ -21,6 +21,11 @@ import { rootLogger, type Log } from '../infra/base/log';
 //     handled batch. Reader (below) adds what kafkajs lacks: fixed 'latest' positions and restarts.
 //   logging: kafkajs's lines go to our logger at warn, and errors leave this module, with broker addresses
 //     masked (the logging rule treats endpoints like URLs).
+//   log identity: the cluster id (DescribeCluster, i.e. Metadata) and the topic name. Kafka has topic ids (KIP-516,
+//     Metadata v10+), but kafkajs 2.2 speaks Metadata up to v6 and never sees them, so a topic deleted and recreated
+//     keeps its identity here (exact: false) and callers check a marker with offsetsForTime. Topics this bus
+//     creates use LogAppendTime, so append times only grow along a partition (with the broker's clock), which is
+//     what that marker relies on.
 
 export interface KafkaBusOptions {
   brokers: string[];
@@ -226,13 +231,31 @@ export class KafkaBus implements Bus {
     return new Map((await this.offsets(topic)).map((o) => [o.partition, o.low]));
   }
 
-  private async offsets(topic: string): Promise<Array<{ partition: number; high: string; low: string }>> {
+  private offsets(topic: string): Promise<Array<{ partition: number; high: string; low: string }>> {
+    return this.listOffsets(topic, (admin) => admin.fetchTopicOffsets(topic));
+  }
+
+  async offsetsForTime(topic: string, timeMs: number): Promise<Map<number, string>> {
+    // kafkajs answers the end offset for a partition with no record at or after timeMs.
+    return this.listOffsets(topic, async (admin) => new Map((await admin.fetchTopicOffsetsByTimestamp(topic, timeMs)).map((o) => [o.partition, o.offset])));
+  }
+
+  async logIdentity(topic: string): Promise<LogIdentity> {
+    return this.listOffsets(topic, async (admin) => {
+      const { clusterId } = await admin.describeCluster();
+      await admin.fetchTopicMetadata({ topics: [topic] }); // the topic must exist, as on the embedded bus
+      return { id: `kafka:${clusterId}/${topic}`, exact: false };
+    });
+  }
+
+  /** A call about one topic's partitions, retried as ListOffsets needs it (below). */
+  private async listOffsets<T>(topic: string, f: (admin: Admin) => Promise<T>): Promise<T> {
     const admin = await kafkaCall(() => this.getAdmin());
     // Right after createTopics (waitForLeaders), a KRaft broker can still answer ListOffsets with "not the leader"
     // for a moment; kafkajs's admin does not retry it. Retry retriable errors briefly, re-reading the metadata.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await admin.fetchTopicOffsets(topic);
+        return await f(admin);
       } catch (e) {
         if (attempt >= END_OFFSETS_ATTEMPTS || (e as { retriable?: unknown }).retriable !== true) throw scrubError(e);
         await new Promise((r) => setTimeout(r, 100 * attempt));

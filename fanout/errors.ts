@@ -41,6 +41,8 @@ interface Row<C> {
   reason: string;
   retriable: boolean;
   detail: (c: C) => string;
+  /** After this status the server closes the stream's connection (GOAWAY, then close): the contract says so. */
+  closesConnection?: true;
 }
 
 function row<C>(r: Row<C>): Row<C> {
@@ -120,6 +122,8 @@ export const STREAM_ERRORS = {
     retriable: false,
     // The contract fixes the prefix; clients match on it.
     detail: (c) => `PPS limit requirement not met: the rental has ${c.pps} PPS, this endpoint requires ${c.required}`,
+    // service.md Errors/Streaming: "The server then closes the connection." (Reconnecting alone does not clear it.)
+    closesConnection: true,
   }),
   slowConsumer: row<{ limit: 'bytes' | 'messages' | 'lag' | 'budget'; max: number }>({
     code: Status.DATA_LOSS,
@@ -143,6 +147,8 @@ export interface StreamError extends StatusObject {
   kind: StreamErrorKind;
   reason: string;
   retriable: boolean;
+  /** The transport closes the connection after this status (GOAWAY, then close), other streams on it included. */
+  closesConnection: boolean;
 }
 
 export function streamError<K extends StreamErrorKind>(kind: K, context: ContextOf<K>): StreamError {
@@ -151,7 +157,7 @@ export function streamError<K extends StreamErrorKind>(kind: K, context: Context
   const metadata = new Metadata();
   metadata.set(REASON_TRAILER, r.reason);
   metadata.set(STATUS_DETAILS_TRAILER, statusDetails(r.code, details, r.reason));
-  return { kind, code: r.code, details, metadata, reason: r.reason, retriable: r.retriable };
+  return { kind, code: r.code, details, metadata, reason: r.reason, retriable: r.retriable, closesConnection: r.closesConnection === true };
 }
 
 /** Narrowing helper: is this a registry error (and, optionally, of this kind)? */

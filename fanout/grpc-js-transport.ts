@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { addSubscribeService } from '../proto/service';
 import { tokenOf } from './auth';
+import { closeConnectionAfterStatus } from './call-connection';
 import { resetCall } from './call-reset';
 import type { FanoutConfig } from './config';
 import { GRPC_PREFIX_SZ } from './encoder';
@@ -44,11 +45,16 @@ class GrpcJsSubscribeCall implements SubscribeCall {
     return this.framedSink;
   }
 
-  /** Ends the RPC with a registry status; resets the HTTP/2 stream if the status cannot get through in time. */
+  /**
+   * Ends the RPC with a registry status; resets the HTTP/2 stream if the status cannot get through in time. A
+   * status that closes the connection closes it after the status.
+   */
   end(e?: StreamError): void {
     const call = this.call;
     if (e === undefined) return void call.end();
     call.emit('error', e);
+    // GOAWAY and close once the status has left (call-connection.ts); the stream's reset below is then moot.
+    if (e.closesConnection) closeConnectionAfterStatus(call);
     if (this.cfg.endGraceMs === 0) return;
     const timer = setTimeout(() => {
       if (!call.destroyed) resetCall(call);

@@ -44,7 +44,10 @@ class H2SubscribeCall implements SubscribeCall {
 
   end(e?: StreamError): void {
     if (e === undefined) return this.call.end();
-    this.call.end({ code: e.code, details: e.details, trailers: errorTrailers(e) });
+    const status = { code: e.code, details: e.details, trailers: errorTrailers(e) };
+    // The status leaves first, then GOAWAY and the close (the connection's own turn, not a timer).
+    if (e.closesConnection) return this.call.endAndCloseConnection(status, e.reason);
+    this.call.end(status);
     // A status cannot overtake data: a subscriber that stopped reading never lets it through. Reset then.
     if (this.endGraceMs === 0) return;
     setTimeout(() => this.call.reset(), this.endGraceMs).unref();

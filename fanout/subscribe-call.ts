@@ -20,7 +20,10 @@ export interface SubscribeCall {
   sendHeaders(): void;
   /** Where responses go once headers are sent: the transport's own stream when it can take them directly. */
   sink(): Sink;
-  /** Ends the call: OK without an error, else the error's status and trailers. */
+  /**
+   * Ends the call: OK without an error, else the error's status and trailers; an error that closes the connection
+   * (errors.ts closesConnection: the PPS refusal) is followed by GOAWAY and the close of the call's connection.
+   */
   end(e?: StreamError): void;
   /** Decoded requests; `gone` when the client cancels or its connection goes (not after our own end). */
   listen(onRequest: (u: SubscribeUpdate) => void, gone: () => void): void;
@@ -66,7 +69,10 @@ export function serveSubscribe(call: SubscribeCall, cfg: FanoutConfig, hub: Fano
   );
 }
 
-/** A rental deleted or downgraded takes its open streams with it, with the status a new stream would get. */
+/**
+ * A rental deleted or downgraded takes its open streams with it, with the status a new stream would get (and, for
+ * a PPS refusal, the connection with it, as at open: the transports' end()).
+ */
 export function recheckCallers(cfg: FanoutConfig, rentals: RentalRegistry, open: OpenCalls): void {
   // Every way a session ends takes it out of `open` (its port's end, or the client going).
   for (const [session, call] of open) {

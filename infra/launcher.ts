@@ -118,10 +118,20 @@ async function startAdminComponent(cfg: AdminConfig, regions: string[], f: Floor
 }
 
 // --- billing: the usage → ledger job (the single-machine run keeps it on its embedded bus).
+/** How long a stop waits for the billing job to read the usage events still on the bus (an embedded bus's last ones). */
+const BILLING_DRAIN_MS = 5_000;
 async function startBillingComponent(cfg: BillingConfig, f: Floor): Promise<Started | undefined> {
   if (!cfg.enabled) return undefined;
-  const billing = await startBillingJob(f.bus, { group: cfg.group, outDir: cfg.outDir, log: f.log.child({ component: 'billing' }) });
-  return { stop: () => billing.close() };
+  const log = f.log.child({ component: 'billing' });
+  const billing = await startBillingJob(f.bus, { group: cfg.group, outDir: cfg.outDir, log });
+  return {
+    // Its stop runs after the usage producer's flush (launch() stops in reverse): what the surfaces metered is on the
+    // bus, and on the embedded bus it goes with the process, so it is billed first.
+    stop: async () => {
+      if (!(await billing.drain(BILLING_DRAIN_MS))) log.warn({ waitedMs: BILLING_DRAIN_MS }, 'billing stopped before reading every usage event on the bus');
+      await billing.close();
+    },
+  };
 }
 
 // --- localchain: the local chain node. It starts without a shred target unless its config names one: ingest

@@ -458,6 +458,20 @@ export class H2Connection implements Flushable, StreamOwner {
     this.destroy(true);
   }
 
+  /**
+   * Ends the connection on the application's account (not a protocol error, so not counted as one): what is
+   * queued now leaves first (a status just given included, when its stream's window lets it through), then
+   * GOAWAY with the code, then the socket ends. Every other stream of the connection is gone with it.
+   */
+  goAwayAndClose(code: number = H2Error.NO_ERROR, debug = ''): void {
+    if (this.closed) return;
+    this.flush();
+    this.goawaySent = false; // a shutdown GOAWAY already sent: this one still says why the connection ends
+    this.goaway(code, debug);
+    this.flush();
+    this.destroy(true);
+  }
+
   /** Ends the connection: streams are told they are gone; `gracefully` lets written bytes reach the peer first. */
   destroy(gracefully = false): void {
     if (this.closed) return;

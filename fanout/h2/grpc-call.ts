@@ -25,6 +25,11 @@ export interface GrpcStatus {
   trailers?: ReadonlyArray<readonly [string, string]>;
 }
 
+/** The call's connection as a call may act on it (connection.ts H2Connection). */
+export interface CallConnection {
+  goAwayAndClose(code: number, debug: string): void;
+}
+
 /** Bytes of partial requests held by all calls of the process. */
 export class RequestBudget {
   bytes = 0;
@@ -78,6 +83,7 @@ export class GrpcCall {
     readonly path: string,
     private readonly maxMessageBytes: number,
     private readonly budget: RequestBudget,
+    private readonly connection: CallConnection | null = null,
   ) {
     stream.onData = (b, s, e) => this.onData(b, s, e);
     stream.onRemoteEnd = () => this.onHalfClose?.();
@@ -120,6 +126,15 @@ export class GrpcCall {
     if (status.details !== '') fields.push(['grpc-message', percentEncode(status.details)]);
     if (status.trailers !== undefined) fields.push(...status.trailers);
     this.stream.end(fields);
+  }
+
+  /**
+   * Ends the call with a status, then the whole connection: GOAWAY NO_ERROR (with `debug`) after the status, then
+   * close. Other calls on the connection are gone with it (their onGone).
+   */
+  endAndCloseConnection(status: GrpcStatus, debug: string): void {
+    this.end(status);
+    this.connection?.goAwayAndClose(H2Error.NO_ERROR, debug);
   }
 
   /** RST_STREAM CANCEL: for a status that cannot get through (the peer's window stays shut). */

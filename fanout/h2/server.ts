@@ -58,7 +58,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, onCall: (call: Gr
       }
       if (method !== 'POST' || path === undefined) return stream.end([[':status', method === undefined || path === undefined ? '400' : '405']]);
       if (contentType === undefined || !contentType.startsWith('application/grpc')) return stream.end([[':status', '415']]);
-      const call = new GrpcCall(stream, headers, peerOf(conn.socket), path, opts.maxMessageBytes, budget);
+      const call = new GrpcCall(stream, headers, peerOf(conn.socket), path, opts.maxMessageBytes, budget, conn);
       if (!opts.paths.has(path)) return call.end({ code: GrpcCode.UNIMPLEMENTED, details: `The server does not implement the method ${path}` });
       onCall(call);
     },

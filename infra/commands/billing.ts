@@ -6,8 +6,7 @@ import { groupHelpText, noPositionals, parseCommand, subcommand, UsageError, typ
 import { createLogger, setRootLogger } from '../base/log';
 import { startBillingJob, type BillingJob } from '../ops/billing/job';
 import { showProgress } from '../ops/billing/progress';
-import { buildReport, formatReport, toCsv } from '../ops/billing/report';
-import { loadAllLedgers } from '../ops/billing/store';
+import { formatReport, reportOf, toCsv } from '../ops/billing/report';
 
 // `meridian billing run --group NAME --out DIR`: a billing job on usage.events (Kafka), until SIGINT/SIGTERM.
 // `meridian billing report --out DIR [--json|--csv]`: the totals of a billing directory.
@@ -35,10 +34,10 @@ const RUN_SPEC: CommandSpec = {
 
 const REPORT_SPEC: CommandSpec = {
   command: 'meridian billing report',
-  summary: 'Print the totals of a billing directory per rental × surface × method (all hours).',
+  summary: 'Print the totals of a billing directory per rental × surface × method (all hours), then per log (a restarted embedded bus or a recreated topic is a new log) and summed.',
   options: [
     { name: 'out', value: 'DIR', help: 'the billing directory (required)' },
-    { name: 'json', help: 'the whole report as JSON (rows per hour, partitions, totals)' },
+    { name: 'json', help: 'the whole report as JSON (rows per hour, partitions, totals per log and summed)' },
     { name: 'csv', help: 'the rows as CSV' },
   ],
 };
@@ -51,7 +50,7 @@ export async function run(argv: string[]): Promise<number> {
   if (sub === 'report') {
     if (out === undefined) throw new UsageError('report needs --out DIR', REPORT_SPEC.command);
     if (!fs.existsSync(out)) throw new UsageError(`--out: no billing directory at ${out}`, REPORT_SPEC.command);
-    const report = buildReport(loadAllLedgers(out));
+    const report = reportOf(out);
     process.stdout.write(args.bool('json') ? JSON.stringify(report, null, 2) + '\n' : args.bool('csv') ? toCsv(report.rows) : formatReport(report));
     return 0;
   }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mergeRows } from '../../infra/ops/billing/ledger';
-import { loadAllLedgers } from '../../infra/ops/billing/store';
+import { loadAllLedgers, loadArchives } from '../../infra/ops/billing/store';
 import { cliCommand } from '../support/paths';
 
 // What the billing tests share: the real `meridian billing run` in a child process (so it can be SIGKILLed),
@@ -27,9 +27,12 @@ export function startBillingChild(o: { brokers: string[]; group: string; outDir:
   };
 }
 
-/** Units per "rental|method" and the number of events, over the ledgers of `dirs`, for rentals starting with `prefix`. */
+/**
+ * Units per "rental|method" and the number of events, over the ledgers of `dirs` (archived ones included: what was
+ * billed), for rentals starting with `prefix`.
+ */
 export function totalsIn(dirs: string[], prefix: string): { byKey: Map<string, number>; events: number } {
-  const rows = mergeRows(dirs.flatMap((d) => loadAllLedgers(d))).filter((r) => r.rental.startsWith(prefix));
+  const rows = mergeRows(dirs.flatMap((d) => [...loadArchives(d).flatMap((a) => a.ledgers), ...loadAllLedgers(d)])).filter((r) => r.rental.startsWith(prefix));
   const byKey = new Map<string, number>();
   let events = 0;
   for (const r of rows) {

@@ -277,5 +277,31 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       await bus.produce(t, Array.from({ length: 6 }, (_, i) => rec(`key-${i}`, `v${i}`)));
       assert.deepEqual(await bus.startOffsets(t), new Map([[0, '0'], [1, '0']]));
     });
+
+    it('names the log behind a topic, and finds offsets by append time', async () => {
+      const t = await topic('logid', 2);
+      // Empty: every partition answers its end offset.
+      assert.deepEqual(await bus.offsetsForTime(t, 0), new Map([[0, '0'], [1, '0']]));
+      const id = await bus.logIdentity(t);
+      assert.ok(id.id.length > 0);
+      assert.deepEqual(await bus.logIdentity(t), id, 'stable while the log lives');
+      const other = await topic('logid', 1);
+      await bus.endOffsets(other);
+      assert.notEqual((await bus.logIdentity(other)).id, id.id, 'another topic, another log');
+      await bus.produce(t, [rec('k', 'first')]);
+      const got = new Collector();
+      await consume({ topics: [t], from: 'beginning', onBatch: got.onBatch });
+      await waitFor(() => got.messages.length === 1, WAIT_MS, 'the first record');
+      const first = got.messages[0]!;
+      await waitFor(() => Date.now() > first.timestamp, WAIT_MS, 'the clock past the first record', 1);
+      await bus.produce(t, [rec('k', 'second')]);
+      await waitFor(() => got.messages.length === 2, WAIT_MS, 'the second record');
+      const second = got.messages[1]!;
+      const p = first.partition;
+      assert.equal((await bus.offsetsForTime(t, first.timestamp)).get(p), first.offset);
+      // The first record appended after the first one's time: the second (or, in the same millisecond, none before it).
+      assert.equal((await bus.offsetsForTime(t, first.timestamp + 1)).get(p), second.timestamp > first.timestamp ? second.offset : '2');
+      assert.equal((await bus.offsetsForTime(t, second.timestamp + 1)).get(p), '2', 'past the last record: the end offset');
+    });
   });
 }

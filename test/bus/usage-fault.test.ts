@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Bus, BusMessage, ProduceRecord } from '../../bus/bus';
+import type { Bus, BusMessage, LogIdentity, ProduceRecord } from '../../bus/bus';
 import { KafkaBus } from '../../bus/kafka';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { decodeUsageEvent, newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
@@ -153,6 +153,12 @@ class FlakyBus implements Bus {
     return new Map();
   }
   async startOffsets(): Promise<Map<number, string>> {
+    return new Map();
+  }
+  async logIdentity(): Promise<LogIdentity> {
+    return { id: 'flaky', exact: true };
+  }
+  async offsetsForTime(): Promise<Map<number, string>> {
     return new Map();
   }
   async close(): Promise<void> {}

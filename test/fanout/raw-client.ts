@@ -43,9 +43,12 @@ export class RawConnection {
     });
   }
 
-  /** Opens a Subscribe stream; `onMessage` sees each response's bytes (a view valid only during the call). */
-  open(onMessage?: (msg: Buffer) => void, service: StreamServiceName = 'arpc.StreamService'): RawStream {
-    const req = this.session.request({ ':method': 'POST', ':path': subscribePath(service), 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+  /**
+   * Opens a Subscribe stream; `onMessage` sees each response's bytes (a view valid only during the call). `headers`:
+   * extra request headers (e.g. x-token).
+   */
+  open(onMessage?: (msg: Buffer) => void, service: StreamServiceName = 'arpc.StreamService', headers: http2.OutgoingHttpHeaders = {}): RawStream {
+    const req = this.session.request({ ':method': 'POST', ':path': subscribePath(service), 'content-type': 'application/grpc', te: 'trailers', ...headers }, { endStream: false });
     return new RawStream(req, onMessage);
   }
 

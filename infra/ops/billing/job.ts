@@ -3,9 +3,10 @@ import type { Bus, BusMessage, Consumer } from '../../../bus/bus';
 import { TOPIC } from '../../../bus/topics';
 import { metrics as defaultRegistry, type Counter, type Registry } from '../../base/metrics';
 import type { Log } from '../../base/log';
-import { LedgerState, type PartitionLedger } from './ledger';
+import { LedgerState, ledgerForNewLog, type PartitionLedger } from './ledger';
+import { checkLedgerLog, LogProbe } from './log-check';
 import { writeReport } from './report';
-import { ledgerFile, loadAllLedgers, loadLedger, saveLedger } from './store';
+import { archiveLedger, ledgerFile, loadAllLedgers, loadLedger, saveLedger, stampOf } from './store';
 
 // A billing job: a member of a consumer group on usage.events. Each batch (one partition) is applied to that
 // partition's ledger and the ledger is written durably *before* the batch handler returns — the bus commits
@@ -13,6 +14,10 @@ import { ledgerFile, loadAllLedgers, loadLedger, saveLedger } from './store';
 // nextOffset says exactly what it holds. Replays (a restart after SIGKILL, a rebalance) skip what the
 // ledger already has; the producer's duplicates are skipped by id. Jobs that share one directory hand
 // partitions over exactly; jobs with separate directories split the totals between them.
+// A ledger's offsets are positions in one log. Before anything is skipped as already counted — when the job
+// starts, when it loads a ledger, and whenever a batch starts below the ledger's nextOffset — the ledger is checked
+// against the log the topic carries now (log-check.ts). A ledger of another log (the embedded bus restarted, a
+// Kafka topic recreated) is archived beside the report and counting starts over at the new log's offset 0.
 
 export interface BillingJobOptions {
   group: string;
@@ -36,15 +41,26 @@ export interface BillingJob {
   stats(): BillingStats;
   /** Records on the topic not yet in this directory's ledgers. */
   lag(): Promise<number>;
+  /**
+   * Waits until the ledgers hold everything on the topic now (lag 0), at most `timeoutMs`; false when time ran out.
+   * A service stopping calls it after its usage producer has flushed, so the embedded bus's last events are billed
+   * before the log goes with the process.
+   */
+  drain(timeoutMs: number): Promise<boolean>;
   /** Stops consuming (the running batch finishes and is committed) and writes the final report. */
   close(): Promise<void>;
 }
+
+/** How often drain() looks at the lag (a stop waits at most this much longer than needed). */
+const DRAIN_POLL_MS = 50;
 
 interface Held {
   state: LedgerState;
   /** mtime and size of the file as this job last wrote it: anything else means another job wrote it since. */
   mtimeMs: number;
   size: number;
+  /** The ledger's nextOffset when it was last found to belong to the topic's log; null: not checked yet. */
+  checkedAt: string | null;
 }
 
 export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<BillingJob> {
@@ -54,11 +70,50 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
   const counted: Counter = registry.counter('meridian_billing_events_counted_total', 'Usage events added to billing ledgers');
   const dupes: Counter = registry.counter('meridian_billing_events_duplicate_total', 'Usage events skipped as duplicates (same id)');
   const invalid: Counter = registry.counter('meridian_billing_events_invalid_total', 'Usage records that did not decode');
+  const archived: Counter = registry.counter('meridian_billing_ledgers_archived_total', 'Ledgers archived because their offsets were of another log');
   const held = new Map<number, Held>();
   const stats: BillingStats = { counted: 0, duplicates: 0, invalid: 0, batches: 0 };
   let dirty = false;
 
-  const current = (partition: number): LedgerState => {
+  // The topic's log as the job starts: what a ledger begun from nothing records (settle() asks again each time).
+  const identity = (await LogProbe.of(bus, topic)).identity;
+
+  /**
+   * A ledger found to be of another log: archived (its totals stay in the report), replaced by an empty one of the
+   * topic's log now. Returns the replacement.
+   */
+  const retire = (l: PartitionLedger, why: string, log: string, stamp: string): PartitionLedger => {
+    const folder = archiveLedger(o.outDir, l, stamp, why);
+    archived.inc();
+    o.log.warn({ topic, partition: l.partition, ledgerLog: l.log, log, archive: folder, why }, 'billing ledger is of another log: archived; counting starts over on this log');
+    const fresh = ledgerForNewLog(l, log);
+    saveLedger(o.outDir, fresh);
+    return fresh;
+  };
+
+  /**
+   * Checks the ledger against the topic's log now; a ledger of another log is retired. `stamp`: when, in the archive
+   * folder's name (one for every ledger retired together).
+   */
+  const settle = async (l: PartitionLedger, stamp?: string): Promise<PartitionLedger> => {
+    const probe = await LogProbe.of(bus, topic);
+    const v = await checkLedgerLog(l, probe);
+    if (!v.same) return retire(l, v.why, probe.identity.id, stamp ?? stampOf(new Date()));
+    if (l.log !== probe.identity.id) {
+      // Empty, or a version 1 ledger that passed the checks a non-exact log allows: it names its log from now on.
+      l.log = probe.identity.id;
+      saveLedger(o.outDir, l);
+    }
+    return l;
+  };
+
+  const hold = (state: LedgerState, checkedAt: string | null): void => {
+    const st = fs.statSync(ledgerFile(o.outDir, topic, state.ledger.partition));
+    held.set(state.ledger.partition, { state, mtimeMs: st.mtimeMs, size: st.size, checkedAt });
+  };
+
+  /** The partition's ledger, checked against the log when it is (re)loaded or when `first` would replay below it. */
+  const current = async (partition: number, first: bigint): Promise<LedgerState> => {
     const file = ledgerFile(o.outDir, topic, partition);
     const h = held.get(partition);
     let st: fs.Stats | undefined;
@@ -67,22 +122,34 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
     } catch {
       st = undefined;
     }
-    if (h !== undefined && st !== undefined && st.mtimeMs === h.mtimeMs && st.size === h.size) return h.state;
-    // First batch of this partition here, or another job of the group wrote it since (a rebalance): reload.
-    const state = new LedgerState(loadLedger(o.outDir, topic, partition));
-    held.set(partition, { state, mtimeMs: -1, size: -1 });
+    if (h !== undefined && st !== undefined && st.mtimeMs === h.mtimeMs && st.size === h.size) {
+      const next = h.state.ledger.nextOffset;
+      if (first >= BigInt(next) || h.checkedAt === next) return h.state;
+    }
+    // First batch of this partition here, another job of the group wrote it since (a rebalance), or a replay:
+    // (re)load and check before skipping anything.
+    const loaded = loadLedger(o.outDir, topic, partition);
+    const state = new LedgerState(BigInt(loaded.nextOffset) === 0n && loaded.log === '' ? { ...loaded, log: identity.id } : await settle(loaded));
+    held.set(partition, { state, mtimeMs: -1, size: -1, checkedAt: state.ledger.nextOffset });
     return state;
   };
 
-  const onBatch = (messages: BusMessage[]): void => {
+  // Before reading: ledgers of another log are archived now, so the report and lag() speak of this log from the start.
+  const startStamp = stampOf(new Date());
+  for (const l of loadAllLedgers(o.outDir).filter((x) => x.topic === topic)) {
+    const settled = await settle(l, startStamp);
+    hold(new LedgerState(settled), settled.nextOffset);
+  }
+  writeReport(o.outDir);
+
+  const onBatch = async (messages: BusMessage[]): Promise<void> => {
     const first = messages[0];
     if (first === undefined) return;
-    const state = current(first.partition);
+    const state = await current(first.partition, BigInt(first.offset));
     const before = { d: state.ledger.duplicates, i: state.ledger.invalid };
     const n = state.apply(messages);
     saveLedger(o.outDir, state.ledger);
-    const st = fs.statSync(ledgerFile(o.outDir, topic, first.partition));
-    held.set(first.partition, { state, mtimeMs: st.mtimeMs, size: st.size });
+    hold(state, held.get(first.partition)?.checkedAt ?? null);
     const d = state.ledger.duplicates - before.d;
     const i = state.ledger.invalid - before.i;
     stats.counted += n;
@@ -108,7 +175,7 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
   }, o.reportEveryMs ?? 1_000);
   timer.unref();
 
-  return {
+  const job: BillingJob = {
     ready: consumer.ready,
     stats: () => ({ ...stats }),
     lag: async () => {
@@ -122,10 +189,19 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
       }
       return Number(lag);
     },
+    drain: async (timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        if ((await job.lag()) === 0) return true;
+        if (Date.now() >= deadline) return false;
+        await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      }
+    },
     close: async () => {
       clearInterval(timer);
       await consumer.close();
       writeReport(o.outDir);
     },
   };
+  return job;
 }

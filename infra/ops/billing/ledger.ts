@@ -5,8 +5,12 @@ import { decodeUsageEvent } from '../../../bus/topics/usage-events';
 // (EVM rows also by chain), the next offset to read, and the ids seen lately. Pure: the job decides when it
 // is made durable. Offsets make replays exact (a record below nextOffset is already counted); ids catch the
 // producer's own duplicates (at-least-once delivery writes a retried record twice, close together in the log).
+// Offsets are positions in one log: a ledger names its log (the bus's LogIdentity id) and keeps the last record
+// it read as a marker, so a job can tell a replay of its own log from a new log under the same topic name
+// (log-check.ts) before it skips anything.
 
-export const LEDGER_VERSION = 1;
+/** 2: `log` and `last` (version 1 ledgers are read as of an unrecorded log, store.ts). */
+export const LEDGER_VERSION = 2;
 /** Ids remembered per partition for deduplication; a producer's retry lands well inside this distance. */
 export const RECENT_IDS = 20_000;
 
@@ -24,8 +28,12 @@ export interface PartitionLedger {
   version: number;
   topic: string;
   partition: number;
+  /** The log the offsets belong to (the bus's LogIdentity id); '' for a ledger written before logs were recorded. */
+  log: string;
   /** Kafka-style: the offset of the next record to count, as a decimal string. */
   nextOffset: string;
+  /** The last record read (offset nextOffset - 1): its offset and append time, the marker log-check.ts checks. */
+  last?: { offset: string; timestamp: number };
   rows: Record<string, BillingRow>;
   /** Oldest first; at most RECENT_IDS. */
   recentIds: string[];
@@ -35,8 +43,8 @@ export interface PartitionLedger {
   invalid: number;
 }
 
-export function emptyLedger(topic: string, partition: number): PartitionLedger {
-  return { version: LEDGER_VERSION, topic, partition, nextOffset: '0', rows: {}, recentIds: [], counted: 0, duplicates: 0, invalid: 0 };
+export function emptyLedger(topic: string, partition: number, log = ''): PartitionLedger {
+  return { version: LEDGER_VERSION, topic, partition, log, nextOffset: '0', rows: {}, recentIds: [], counted: 0, duplicates: 0, invalid: 0 };
 }
 
 export function hourOf(time: string): string {
@@ -47,6 +55,15 @@ export function hourOf(time: string): string {
 
 export function rowKey(e: { rental: string; surface: string; method: string; chain?: number }, hour: string): string {
   return `${hour}|${e.rental}|${e.surface}|${e.method}|${e.chain ?? ''}`;
+}
+
+/**
+ * The ledger that replaces one found to belong to another log: counting starts over at offset 0 of `log`. The ids
+ * seen lately stay: usage event ids are unique whatever log carries them, so an event read again is still skipped
+ * (the safety net should a log be taken for another when it is not).
+ */
+export function ledgerForNewLog(old: PartitionLedger, log: string): PartitionLedger {
+  return { ...emptyLedger(old.topic, old.partition, log), recentIds: [...old.recentIds] };
 }
 
 /** Working state of a ledger: the id set beside the persisted list. */
@@ -66,6 +83,7 @@ export class LedgerState {
       const offset = BigInt(m.offset);
       if (offset < next) continue; // already in the durable ledger (a replay after a crash or a rebalance)
       next = offset + 1n;
+      l.last = { offset: m.offset, timestamp: m.timestamp };
       const e = m.value === null ? { error: 'tombstone' } : decodeUsageEvent(m.value);
       if ('error' in e) {
         l.invalid++;

@@ -30,6 +30,8 @@ export function recordingBus(calls: Produce[]): Bus {
     consume: unused,
     endOffsets: unused,
     startOffsets: unused,
+    logIdentity: unused,
+    offsetsForTime: unused,
     close: async () => undefined,
   };
 }
