@@ -23,6 +23,6 @@ export interface TxFields {
   accountKeys: Buffer[];
   instructions: InstructionFields[];
   addressTableLookups: LookupFields[];
-  /** false for legacy, true for v0; undefined leaves the wrapper absent. */
+  /** false for legacy, true for v0 and v1 (the v1 proto has no version field); undefined leaves the wrapper absent. */
   versioned: boolean | undefined;
 }

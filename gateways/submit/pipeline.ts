@@ -149,9 +149,8 @@ export class SubmitPipeline {
       return { ok: false, reason: 'cannot_deserialize', detail: TXN_REASONS[d.reason] };
     }
     const sigs = d.tx.signatures;
-    const last = sigs[sigs.length - 1]!;
-    const message = tx.subarray(last.byteOffset - tx.byteOffset + last.length);
-    const sc = this.verifier.verifyAll(sigs, d.tx.accountKeys, message);
+    // The signing payload: after the signatures for legacy/v0, before them for v1 (the decoder knows which).
+    const sc = this.verifier.verifyAll(sigs, d.tx.accountKeys, d.message);
     if (!sc.ok) return { ok: false, reason: sc.reason, detail: `signature ${sc.index}` };
     const tip = checkTip(d.tx, this.opts.tips);
     if (!tip.ok) return { ok: false, reason: tip.reason, detail: tip.detail };
