@@ -41,7 +41,7 @@ export interface DecodedTxn {
 
 export type TxnDecode =
   | ({ ok: true } & DecodedTxn)
-  /** `version`: the unknown version number, when the reason is 'unsupported_version'. */
+  /** `version`: the unknown version number, when the transaction's first byte names one ('unsupported_version'). */
   | { ok: false; reason: TxnReason; version?: number };
 
 /**
@@ -69,7 +69,8 @@ export function readTransaction(bytes: Buffer, off: number, slot: bigint): TxnDe
     c.off--; // the byte was num_required_signatures
     body = readLegacyMessage(c, sigCount);
   } else {
-    if ((first & VERSION_MASK) !== 0) return { ok: false, reason: 'unsupported_version', version: first & VERSION_MASK };
+    // Not a future version (those put their version byte first): a malformed legacy/v0 transaction.
+    if ((first & VERSION_MASK) !== 0) return { ok: false, reason: 'unsupported_version' };
     version = 0;
     const m = readV0Message(c, sigCount);
     body = m === null ? null : m.body;
