@@ -1,51 +1,22 @@
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import dgram from 'node:dgram';
 import bs58 from 'bs58';
 import { submitLimits } from '../../../gateways/submit/limits';
 import { SubmitPipeline, type Outcome } from '../../../gateways/submit/pipeline';
 import { SubmitMetrics } from '../../../gateways/submit/metrics';
 import { tipRule } from '../../../gateways/submit/tip';
-import { keypairFromSeed, sign, type Keypair } from '../../../infra/base/keypair';
 import { Registry } from '../../../infra/base/metrics';
-import { encodeV1Message, encodeV1Transaction } from '../../../proto/txn/v1';
 import { waitFor } from '../../support/wait';
 import { v1Tx } from '../../support/v1-vectors';
 import { post, rpc, sendTx, startHarness, type Harness } from './harness';
 import { legacyTx, MIN_TIP, RecordingForwarder, registry, rental, TIP_ACCOUNTS } from './support';
+import { v1TipTx } from './v1-support';
 import { startUpstream, type Upstream } from './upstream';
 
 // Transaction v1 (SIMD-0385) on every submission route: parsed by the ingest decoder, each signature verified over
 // the v1 message (which comes before the signatures), the tip found among its top-level instructions, preflight
 // run on it, cached by its first signature. Sizes: the contract's 1,232 by default; gateways.submit.v1MaxBytes
 // admits larger v1 transactions on the HTTP routes only.
-
-const SYSTEM = Buffer.alloc(32);
-
-/** A signed v1 transfer of `tip` lamports to a tip account, `pad` bytes of memo-like data in a 2nd instruction. */
-function v1TipTx(o: { payer?: Keypair; tip?: number | null; pad?: number; breakSig?: boolean } = {}): Buffer {
-  const payer = o.payer ?? keypairFromSeed(crypto.randomBytes(32));
-  const tipAccount = TIP_ACCOUNTS[0]!.toBuffer();
-  const other = crypto.randomBytes(32);
-  const data = Buffer.alloc(12);
-  data.writeUInt32LE(2, 0);
-  data.writeBigUInt64LE(BigInt(o.tip ?? MIN_TIP), 4);
-  const ixs = [];
-  if (o.tip !== null) ixs.push({ programIdIndex: 3, accounts: [0, 1], data });
-  if ((o.pad ?? 0) > 0) ixs.push({ programIdIndex: 2, accounts: [0], data: Buffer.alloc(o.pad!, 7) });
-  const msg = encodeV1Message({
-    numRequiredSignatures: 1,
-    numReadonlySignedAccounts: 0,
-    numReadonlyUnsignedAccounts: 2,
-    config: { computeUnitLimit: 200_000, priorityFee: 5000n },
-    recentBlockhash: crypto.randomBytes(32),
-    accountKeys: [payer.publicKey, tipAccount, other, SYSTEM],
-    instructions: ixs,
-  });
-  const sig = sign(payer, msg);
-  if (o.breakSig === true) sig[5]! ^= 1;
-  return encodeV1Transaction(msg, [sig]);
-}
 
 const sigOf = (tx: Buffer): Buffer => tx.subarray(tx.length - 64);
 
