@@ -132,6 +132,7 @@ function readV1Transaction(bytes: Buffer, off: number, slot: bigint): TxnDecode 
       instructions: body.instructions,
       addressTableLookups: NO_LOOKUPS,
       versioned: true,
+      v1Config: m.config,
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { InstructionFields } from '../tx-fields';
+import type { InstructionFields, TxnConfig } from '../tx-fields';
 import type { TxnCursor } from './cursor';
 import { BLOCKHASH_SZ, HEADER_SZ, PUBKEY_SZ, type MessageBody } from './message';
 import type { TxnReason } from './reasons';
@@ -51,14 +51,7 @@ export const MIN_HEAP_SIZE = 32 * 1024;
 export const MAX_HEAP_SIZE = 256 * 1024;
 const HEAP_GRANULE = 1024;
 
-/** The config values a v1 transaction carries; absent = the bit is clear (the SIMD's defaults then apply). */
-export interface TxnConfig {
-  mask: number;
-  priorityFee?: bigint;
-  computeUnitLimit?: number;
-  loadedAccountsDataSizeLimit?: number;
-  heapSize?: number;
-}
+export type { TxnConfig };
 
 export interface V1Message {
   body: MessageBody;

@@ -21,7 +21,7 @@ function v1Transfer(from: Keypair, to: Buffer, lamports: bigint, blockhash: Buff
     numReadonlySignedAccounts: 0,
     numReadonlyUnsignedAccounts: 1,
     // v1 has no ComputeBudget defaults: an unset loaded-accounts limit is 0, so a transfer must ask for some.
-    config: { computeUnitLimit: 10_000, loadedAccountsDataSizeLimit: 1 << 20 },
+    config: { computeUnitLimit: 10_000, loadedAccountsDataSizeLimit: 1 << 20, priorityFee: 7_000n },
     recentBlockhash: blockhash,
     accountKeys: [from.publicKey, to, Buffer.alloc(32)],
     instructions: [{ programIdIndex: 2, accounts: [0, 1], data }],
@@ -69,6 +69,11 @@ describe('local chain: a v1 transaction runs the whole loop (sendTransaction →
     const status = await waitConfirmed(call, t.signature);
     assert.equal(status.err, null);
     assert.equal(await balance(call, recipient.publicKey), 2_000_000);
+    // The fee: 5,000 per signature + the config's priority fee (a total in lamports), as executed and as reported.
+    assert.equal(await balance(call, sender.publicKey), 1_000_000_000 - 2_000_000 - 5_000 - 7_000);
+    const got = await call<{ meta: { fee: number; err: unknown } } | null>('getTransaction', [t.signature, { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 1 }]);
+    assert.equal(got?.meta.fee, 12_000);
+    assert.equal((got as { version?: unknown } | null)?.version, 1);
     const block = await call<{ signatures: string[] }>('getBlock', [status.slot, { transactionDetails: 'signatures', rewards: false, commitment: 'confirmed' }]);
     assert.ok(block.signatures.includes(t.signature));
 
