@@ -9,7 +9,7 @@ import { MIN_TIP, TIP_ACCOUNTS } from './support';
 const SYSTEM = Buffer.alloc(32);
 
 /** A signed v1 transfer of `tip` lamports to a tip account, `pad` bytes of memo-like data in a 2nd instruction. */
-export function v1TipTx(o: { payer?: Keypair; tip?: number | null; pad?: number; breakSig?: boolean } = {}): Buffer {
+export function v1TipTx(o: { payer?: Keypair; tip?: number | null; pad?: number; breakSig?: boolean; blockhash?: Buffer } = {}): Buffer {
   const payer = o.payer ?? keypairFromSeed(crypto.randomBytes(32));
   const tipAccount = TIP_ACCOUNTS[0]!.toBuffer();
   const other = crypto.randomBytes(32);
@@ -23,8 +23,9 @@ export function v1TipTx(o: { payer?: Keypair; tip?: number | null; pad?: number;
     numRequiredSignatures: 1,
     numReadonlySignedAccounts: 0,
     numReadonlyUnsignedAccounts: 2,
-    config: { computeUnitLimit: 200_000, priorityFee: 5000n },
-    recentBlockhash: crypto.randomBytes(32),
+    // v1 has no ComputeBudget defaults: an unset loaded-accounts limit is 0 bytes, so ask for 1 MiB.
+    config: { computeUnitLimit: 200_000, priorityFee: 5000n, loadedAccountsDataSizeLimit: 1 << 20 },
+    recentBlockhash: o.blockhash ?? crypto.randomBytes(32),
     accountKeys: [payer.publicKey, tipAccount, other, SYSTEM],
     instructions: ixs,
   });
