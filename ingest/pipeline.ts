@@ -19,7 +19,7 @@ export interface BatchOutput {
   decode: BatchDecode;
   /** The entries decoded completely (all of them when decode.ok). */
   entries: Entry[];
-  /** Their transactions, flattened in order. */
+  /** Their transactions, flattened in order, then (on failure) those decoded before it in the entry it hit. */
   txs: DecodedTxn[];
 }
 
@@ -68,7 +68,12 @@ export interface PipelineStats {
   entries: number;
   transactions: number;
   transactionsInvalid: Record<TxnReason, number>;
+  /** Transactions of an unknown version (each ended its batch), by version number. */
+  unknownTxVersions: Record<number, number>;
 }
+
+/** Slots already logged for an unknown transaction version (bounded: cleared when full). */
+const UNKNOWN_VERSION_LOGGED_SLOTS = 1024;
 
 function counters<K extends string>(keys: readonly K[], make: (k: K) => Counter): Record<K, Counter> {
   const out: Partial<Record<K, Counter>> = {};
@@ -105,9 +110,14 @@ export class Pipeline {
   private readonly warnEveryMs: number;
   private lastWarnMs = -Infinity;
   private readonly c: ReturnType<typeof pipelineCounters>;
+  private readonly registry: Registry | undefined;
+  /** Per unknown version (0..127), made on first sight: rare, and a label set bounded by the byte. */
+  private readonly unknownVersions = new Map<number, Counter>();
+  private readonly unknownLoggedSlots = new Set<bigint>();
 
   constructor(opts: PipelineOptions) {
     const r = opts.registry;
+    this.registry = r;
     this.c = pipelineCounters(r);
     this.sink = opts.sink;
     this.log = opts.log;
@@ -158,12 +168,31 @@ export class Pipeline {
     if (!decode.ok) {
       this.c.batchesInvalid[decode.reason].inc();
       if (decode.txReason !== undefined) this.c.txInvalid[decode.txReason].inc();
+      if (decode.unknownVersion !== undefined) this.unknownVersion(batch.slot, decode.unknownVersion, decode.partial.length);
     }
     const txs: DecodedTxn[] = [];
     for (const e of entries) for (const t of e.txs) txs.push(t);
+    // The transactions before the failure in the entry it hit are whole and verified-by-length: publish them too.
+    if (!decode.ok) for (const t of decode.partial) txs.push(t);
     this.c.entries.inc(entries.length);
     this.c.transactions.inc(txs.length);
     this.sink.batch({ batch, decode, entries, txs });
+  }
+
+  /** Counts a transaction of an unknown version and logs it once per slot (a new version shows up slot after slot). */
+  private unknownVersion(slot: bigint, version: number, keptInEntry: number): void {
+    let c = this.unknownVersions.get(version);
+    if (c === undefined) {
+      const labels = { version: String(version) };
+      const help = 'Transactions of a version the decoder does not know (each ends its entry batch), by version';
+      c = this.registry === undefined ? new Counter(labels) : this.registry.counter('meridian_ingest_transactions_unknown_version_total', help, labels);
+      this.unknownVersions.set(version, c);
+    }
+    c.inc();
+    if (this.unknownLoggedSlots.has(slot)) return;
+    if (this.unknownLoggedSlots.size >= UNKNOWN_VERSION_LOGGED_SLOTS) this.unknownLoggedSlots.clear();
+    this.unknownLoggedSlots.add(slot);
+    this.log?.warn({ slot: slot.toString(), version, keptInEntry }, 'transaction of an unknown version: the rest of its entry batch is skipped (logged once per slot)');
   }
 
   private warn(obj: Record<string, unknown>, msg: string): void {
@@ -193,6 +222,7 @@ export class Pipeline {
       entries: this.c.entries.value,
       transactions: this.c.transactions.value,
       transactionsInvalid: values(this.c.txInvalid),
+      unknownTxVersions: Object.fromEntries([...this.unknownVersions].map(([v, c]) => [v, c.value])),
     };
   }
 

@@ -13,6 +13,15 @@ export interface LookupFields {
   readonlyIndexes: Buffer;
 }
 
+/** The config values a v1 transaction carries (SIMD-0385); absent = the bit is clear (the SIMD's defaults then apply). */
+export interface TxnConfig {
+  mask: number;
+  priorityFee?: bigint;
+  computeUnitLimit?: number;
+  loadedAccountsDataSizeLimit?: number;
+  heapSize?: number;
+}
+
 export interface TxFields {
   slot: bigint;
   numRequiredSignatures: number;
@@ -23,6 +32,8 @@ export interface TxFields {
   accountKeys: Buffer[];
   instructions: InstructionFields[];
   addressTableLookups: LookupFields[];
-  /** false for legacy, true for v0; undefined leaves the wrapper absent. */
+  /** false for legacy, true for v0 and v1 (the v1 proto has no version field); undefined leaves the wrapper absent. */
   versioned: boolean | undefined;
+  /** v1 only: its config values (no proto field carries them; the local chain's fee and `meridian decode` use them). */
+  v1Config?: TxnConfig;
 }

@@ -26,6 +26,8 @@ export interface SubmitConfig {
   requestTimeoutMs: number;
   /** Plain /binary and /plaintext requests on the pipelined fast path (answers of one read in one write). */
   fastPath: boolean;
+  /** v1 transactions (SIMD-0385) up to this many bytes on JSON-RPC, /binary and /plaintext (1,232 = the contract; ≤ 4,096). */
+  v1MaxBytes: number;
   topics: { transactions: string };
 }
 
@@ -61,6 +63,7 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
     keepAliveTimeoutMs: int(o, 'keepAliveTimeoutMs', p, 30_000, 1),
     requestTimeoutMs: int(o, 'requestTimeoutMs', p, 10_000, 1),
     fastPath: bool(o, 'fastPath', p, true),
+    v1MaxBytes: int(o, 'v1MaxBytes', p, 1232, 1232, 4096),
     topics: { transactions: str(tp, 'transactions', `${p}.topics`, TOPIC.streamTransactions) },
   };
   const preflightUrl = optStr(o, 'preflightUrl', p);

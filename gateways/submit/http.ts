@@ -6,7 +6,8 @@ import { serveFast, type FastAnswer } from './http1-fast';
 import type { FastRoute } from './http1-head';
 import { errorAnswer, outcomeAnswer, type Answer } from './jsonrpc';
 import { jsonRpcStep, type VersionInfo } from './jsonrpc-step';
-import { MAX_TX_SZ, type SubmitPipeline } from './pipeline';
+import { CONTRACT_BODY } from './limits';
+import type { SubmitPipeline } from './pipeline';
 import { binaryAnswer, bodyTooLarge, plaintextAnswer, type PlainAnswer } from './plain-answer';
 import { HTTP_FRAMING, JSONRPC_ERRORS } from './rejections';
 
@@ -14,15 +15,17 @@ import { HTTP_FRAMING, JSONRPC_ERRORS } from './rejections';
 //   POST /            JSON-RPC: sendTransaction, getVersion             body ≤ 3,072
 //   POST /binary      raw transaction bytes → 200 text/plain signature  body ≤ 1,232   (no preflight)
 //   POST /plaintext   base64 text, trimmed  → 200 text/plain signature  body ≤ 2,048   (no preflight)
+// (the contract's body limits; gateways.submit.v1MaxBytes above 1,232 raises them for v1: limits.ts)
 //   GET  /health      200 "ok" for load balancers (no key)
 // This file frames requests and answers; every decision is the pipeline's, every answer comes from the
 // rejection table. No request line, URL or key is ever logged. With `fastPath` on, each connection starts on
 // the pipelined fast path (http1-fast.ts: plain POSTs to /, /binary and /plaintext) and moves to node:http at
 // its first request of any other kind or that asks for a preflight.
 
-export const JSONRPC_BODY_MAX = 3072;
-export const BINARY_BODY_MAX = MAX_TX_SZ;
-export const PLAINTEXT_BODY_MAX = 2048;
+/** The contract's body limits (the defaults; the pipeline's limits decide). */
+export const JSONRPC_BODY_MAX = CONTRACT_BODY.jsonrpc;
+export const BINARY_BODY_MAX = CONTRACT_BODY.binary;
+export const PLAINTEXT_BODY_MAX = CONTRACT_BODY.plaintext;
 
 export interface HttpOptions {
   host: string;
@@ -95,6 +98,7 @@ function tooLarge(res: http.ServerResponse, write: () => void): void {
 
 export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOptions): Promise<SubmitHttp> {
   const version: VersionInfo = { 'solana-core': opts.version, 'feature-set': null };
+  const bodyMax = pipeline.limits.body;
 
   const jsonRpc = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
     if (body === null) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
@@ -133,7 +137,7 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     const route = path === '/' ? jsonRpc : path === '/binary' ? binary : path === '/plaintext' ? plaintext : null;
     if (route === null) return text(res, HTTP_FRAMING.notFound.status, HTTP_FRAMING.notFound.text);
     if (req.method !== 'POST') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
-    const limit = route === jsonRpc ? JSONRPC_BODY_MAX : route === binary ? BINARY_BODY_MAX : PLAINTEXT_BODY_MAX;
+    const limit = route === jsonRpc ? bodyMax.jsonrpc : route === binary ? bodyMax.binary : bodyMax.plaintext;
     const apiKey = queryParam(url, 'api-key');
     readBody(req, limit, (body) => {
       try {
@@ -154,7 +158,7 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
   const fastOpts = {
     keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
     requestTimeoutMs: opts.requestTimeoutMs,
-    maxBody: { binary: BINARY_BODY_MAX, plaintext: PLAINTEXT_BODY_MAX, jsonrpc: JSONRPC_BODY_MAX },
+    maxBody: bodyMax,
     answer: (route: FastRoute, apiKey: string | null, body: Buffer): FastAnswer | null => {
       if (route === 'jsonrpc') {
         const step = jsonRpcStep(pipeline, version, apiKey, body);

@@ -3,6 +3,8 @@ import type { RentalRegistry } from '../../bus/rental-registry';
 import { newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
 import type { UsageSink } from '../../bus/usage-producer';
 import { decodeTransaction, MAX_TX_SZ } from '../../proto/txn/decode';
+import { V1_PREFIX } from '../../proto/txn/v1';
+import { submitLimits, type SubmitLimits } from './limits';
 import { TXN_REASONS } from '../../proto/txn/reasons';
 import { normalizeApiKey } from './api-key';
 import type { Forwarder } from './forwarder';
@@ -20,8 +22,10 @@ import { checkTip, type TipRule } from './tip';
 // rejection table. The stages, in order:
 //
 //   API key (UUID, looked up per request) → rate limit (rental TPS; a repeat of charged, rejected bytes is not
-//   charged again) → size (≤ 1,232) → parse (legacy / v0, the ingest decoder) → signature count = header's
-//   required signatures → every signature verifies (ed25519) → tip rule → preflight (when asked) →
+//   charged again) → size (≤ 1,232; v1 ≤ v1MaxBytes except on UDP) → parse (legacy / v0 / v1, the ingest
+//   decoder) → signature count = header's required signatures → every signature verifies (ed25519, over the
+//   message: after the signatures for legacy/v0, before them for v1) → tip rule (top-level instructions) →
+//   preflight (when asked) →
 //   signature cache (suppress only once delivered) → forward (dispatch only) → answer.
 //
 // Each submission with a known rental emits one usage event and counts once in the metrics.
@@ -74,6 +78,8 @@ export interface PipelineOptions {
   rateLimiter?: RateLimiter;
   repeats?: RejectedRepeats;
   verifier?: SignatureVerifier;
+  /** Size limits (limits.ts); default = the contract's. */
+  limits?: SubmitLimits;
 }
 
 type Validated = { ok: true; rental: Rental; tx: Buffer; signature: Buffer } | (Rejected & { rental: Rental | undefined });
@@ -81,6 +87,7 @@ type Validated = { ok: true; rental: Rental; tx: Buffer; signature: Buffer } | (
 export class SubmitPipeline {
   readonly cache: SignatureCache;
   readonly metrics: SubmitMetrics;
+  readonly limits: SubmitLimits;
   private readonly limiter: RateLimiter;
   private readonly repeats: RejectedRepeats;
   private readonly verifier: SignatureVerifier;
@@ -94,6 +101,7 @@ export class SubmitPipeline {
     this.repeats = opts.repeats ?? new RejectedRepeats();
     this.verifier = opts.verifier ?? new SignatureVerifier();
     this.maxPreflight = opts.maxPreflightInFlight ?? 256;
+    this.limits = opts.limits ?? submitLimits();
   }
 
   /** The rental of a key, looked up now (never cached: rentals change live). QUIC calls this at connect. */
@@ -131,7 +139,7 @@ export class SubmitPipeline {
     if (repeat !== null && repeat.replay) return { ok: false, reason: repeat.reason, ...(repeat.detail === undefined ? {} : { detail: repeat.detail }), rental };
     if (repeat === null && !this.limiter.take(rental.id, rental.tps)) return { ok: false, reason: 'rate_limited', rental };
 
-    const r = this.check(tx);
+    const r = this.check(tx, s.transport);
     if (!r.ok) {
       this.repeats.remember(rental.id, tx, r.reason, r.detail);
       return { ...r, rental };
@@ -140,8 +148,10 @@ export class SubmitPipeline {
   }
 
   /** The stateless stages: size, parse, signature count, signatures, tip. */
-  private check(tx: Buffer): { ok: true; signature: Buffer } | Rejected {
-    if (tx.length > MAX_TX_SZ) return { ok: false, reason: 'too_large', detail: `${tx.length} bytes (max ${MAX_TX_SZ})` };
+  private check(tx: Buffer, transport: Transport): { ok: true; signature: Buffer } | Rejected {
+    // A datagram is one packet whatever the version; v1 may be larger where the operator allows it.
+    const max = tx[0] === V1_PREFIX && transport !== 'udp' ? this.limits.v1MaxBytes : this.limits.maxTxBytes;
+    if (tx.length > max) return { ok: false, reason: 'too_large', detail: `${tx.length} bytes (max ${max})` };
     const d = decodeTransaction(tx, 0n);
     if (!d.ok) {
       if (d.reason === 'no_signatures') return { ok: false, reason: 'unsigned', detail: 'the transaction carries no signatures' };
@@ -149,9 +159,8 @@ export class SubmitPipeline {
       return { ok: false, reason: 'cannot_deserialize', detail: TXN_REASONS[d.reason] };
     }
     const sigs = d.tx.signatures;
-    const last = sigs[sigs.length - 1]!;
-    const message = tx.subarray(last.byteOffset - tx.byteOffset + last.length);
-    const sc = this.verifier.verifyAll(sigs, d.tx.accountKeys, message);
+    // The signing payload: after the signatures for legacy/v0, before them for v1 (the decoder knows which).
+    const sc = this.verifier.verifyAll(sigs, d.tx.accountKeys, d.message);
     if (!sc.ok) return { ok: false, reason: sc.reason, detail: `signature ${sc.index}` };
     const tip = checkTip(d.tx, this.opts.tips);
     if (!tip.ok) return { ok: false, reason: tip.reason, detail: tip.detail };

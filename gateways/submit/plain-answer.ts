@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { decodeBase64Strict, encodeBase58 } from './encoding';
-import { MAX_TX_SZ, type SubmitPipeline } from './pipeline';
+import type { SubmitPipeline } from './pipeline';
 import { HTTP_FRAMING, rejection, rejectionMessage } from './rejections';
 
 // The answers of the two plain routes, /binary and /plaintext, as status + text: both HTTP front ends (node:http
@@ -31,7 +31,8 @@ export function plaintextAnswer(pipeline: SubmitPipeline, apiKey: string | null,
   if (!isUtf8(body)) return INVALID_UTF8;
   const tx = decodeBase64Strict(body.toString('utf8').trim());
   if (tx === null) return INVALID_BASE64;
-  if (tx.length > MAX_TX_SZ) return DECODED_TOO_LARGE;
+  // The largest any version may be here; the pipeline applies each version's own limit.
+  if (tx.length > Math.max(pipeline.limits.maxTxBytes, pipeline.limits.v1MaxBytes)) return DECODED_TOO_LARGE;
   return submitted(pipeline, apiKey, tx, 'plaintext');
 }
 

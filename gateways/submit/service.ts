@@ -1,3 +1,4 @@
+import { submitLimits } from './limits';
 import type { Bus } from '../../bus/bus';
 import type { RentalRegistry } from '../../bus/rental-registry';
 import type { Log } from '../../infra/base/log';
@@ -69,6 +70,7 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
       ...(deps.usage === undefined ? {} : { usage: deps.usage }),
       metrics,
       repeats: new RejectedRepeats(cfg.repeats.windowMs, cfg.repeats.maxEntries),
+      limits: submitLimits(cfg.v1MaxBytes),
     });
     const feed = await followDeliveries(deps.bus, cfg.topics.transactions, cache, () => metrics.deliveredMarks.inc());
     closers.push(() => feed.close());

@@ -13,6 +13,11 @@ import type { TxnReason } from '../../proto/txn/reasons';
 //
 // count = 0 is an empty batch, or (Alpenglow) a block marker: u16 version · u8 kind · u16 length · payload,
 // skipped by its length. Counts are checked against the bytes left before anything is read or allocated.
+//
+// Transactions of all three live versions sit back to back (Agave's Entry: Vec<VersionedTransaction>, each in the
+// SDK's wincode form: legacy/v0 signatures first, v1 message first; proto/txn/decode.ts tells them apart by their
+// first byte). A transaction whose first byte names a version we do not know ends the batch: its length is
+// unknowable. What was decoded before it (whole entries, and the transactions of the entry it sits in) is kept.
 
 export const COUNT_SZ = 8;
 const NUM_HASHES_SZ = 8;
@@ -28,6 +33,7 @@ export const ENTRY_REASONS = {
   bad_entry_count: 'entry count larger than the bytes can hold',
   bad_tx_count: 'transaction count larger than the bytes can hold',
   bad_transaction: 'a transaction failed to decode (its length, and so the rest of the batch, is unknown)',
+  unknown_tx_version: 'a transaction of a version this decoder does not know (its length, and so the rest of the batch, is unknown)',
   bad_marker: 'a block marker runs past the end',
   trailing_garbage: 'non-zero bytes after the last entry',
 } as const;
@@ -48,8 +54,14 @@ export interface BlockMarker {
 
 export type BatchDecode =
   | { ok: true; entries: Entry[]; consumed: number; trailingZeros: number; marker: BlockMarker | null }
-  /** `entries` = the entries decoded completely before the failure (still worth publishing). */
-  | { ok: false; reason: EntryReason; txReason?: TxnReason; at: number; entries: Entry[] };
+  /**
+   * `entries` = the entries decoded completely before the failure, `partial` = the transactions decoded before
+   * it in the entry it stopped in (both still worth publishing). `unknownVersion`: the version number when the
+   * reason is 'unknown_tx_version'.
+   */
+  | { ok: false; reason: EntryReason; txReason?: TxnReason; unknownVersion?: number; at: number; entries: Entry[]; partial: DecodedTxn[] };
+
+const NO_TXS: DecodedTxn[] = [];
 
 /** Reads a u64 that must fit below 2^32 (counts); -1 when it does not. */
 function smallU64(b: Buffer, off: number): number {
@@ -63,35 +75,42 @@ function allZero(b: Buffer, from: number): boolean {
 
 export function decodeEntryBatch(payload: Buffer, slot: bigint): BatchDecode {
   const entries: Entry[] = [];
-  if (payload.length < COUNT_SZ) return { ok: false, reason: 'truncated', at: 0, entries };
+  const partial = NO_TXS;
+  if (payload.length < COUNT_SZ) return { ok: false, reason: 'truncated', at: 0, entries, partial };
   const count = smallU64(payload, 0);
-  if (count < 0 || count > (payload.length - COUNT_SZ) / ENTRY_HEAD_SZ) return { ok: false, reason: 'bad_entry_count', at: 0, entries };
+  if (count < 0 || count > (payload.length - COUNT_SZ) / ENTRY_HEAD_SZ) return { ok: false, reason: 'bad_entry_count', at: 0, entries, partial };
   let off = COUNT_SZ;
   let marker: BlockMarker | null = null;
   if (count === 0 && !allZero(payload, off)) {
-    if (payload.length - off < MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries };
+    if (payload.length - off < MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries, partial };
     const len = payload.readUInt16LE(off + 3);
-    if (len > payload.length - off - MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries };
+    if (len > payload.length - off - MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries, partial };
     marker = { version: payload.readUInt16LE(off), kind: payload[off + 2]!, payload: payload.subarray(off + MARKER_HEAD_SZ, off + MARKER_HEAD_SZ + len) };
     off += MARKER_HEAD_SZ + len;
   }
   for (let e = 0; e < count; e++) {
-    if (payload.length - off < ENTRY_HEAD_SZ) return { ok: false, reason: 'truncated', at: off, entries };
+    if (payload.length - off < ENTRY_HEAD_SZ) return { ok: false, reason: 'truncated', at: off, entries, partial };
     const numHashes = payload.readBigUInt64LE(off);
     const hash = payload.subarray(off + NUM_HASHES_SZ, off + NUM_HASHES_SZ + HASH_SZ);
     const txCount = smallU64(payload, off + NUM_HASHES_SZ + HASH_SZ);
     off += ENTRY_HEAD_SZ;
-    if (txCount < 0 || txCount > (payload.length - off) / MIN_TX_SZ) return { ok: false, reason: 'bad_tx_count', at: off - TX_COUNT_SZ, entries };
+    if (txCount < 0 || txCount > (payload.length - off) / MIN_TX_SZ) return { ok: false, reason: 'bad_tx_count', at: off - TX_COUNT_SZ, entries, partial };
     const txs = new Array<DecodedTxn>(txCount);
     for (let t = 0; t < txCount; t++) {
       const r = readTransaction(payload, off, slot);
-      if (!r.ok) return { ok: false, reason: 'bad_transaction', txReason: r.reason, at: off, entries };
+      if (!r.ok) {
+        const before = txs.slice(0, t);
+        if (r.version !== undefined) {
+          return { ok: false, reason: 'unknown_tx_version', txReason: r.reason, unknownVersion: r.version, at: off, entries, partial: before };
+        }
+        return { ok: false, reason: 'bad_transaction', txReason: r.reason, at: off, entries, partial: before };
+      }
       txs[t] = r;
       off += r.wireLen;
     }
     entries.push({ numHashes, hash, txs });
   }
-  if (!allZero(payload, off)) return { ok: false, reason: 'trailing_garbage', at: off, entries };
+  if (!allZero(payload, off)) return { ok: false, reason: 'trailing_garbage', at: off, entries, partial };
   return { ok: true, entries, consumed: off, trailingZeros: payload.length - off, marker };
 }
 

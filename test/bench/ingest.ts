@@ -12,6 +12,7 @@ import { shredBatch } from '../../ingest/shred/shredder';
 import { decodeTransaction } from '../../proto/txn/decode';
 import { createLogger } from '../../infra/base/log';
 import { fixture } from '../support/paths';
+import { isGood, v1Vectors } from '../support/v1-vectors';
 import { formatResults, ProcessSampler, summarize, type BenchResult } from './stats';
 
 // Ingest on one core: the whole Pipeline (parse, dedupe, Merkle proof, leader signature, Reed–Solomon,
@@ -21,6 +22,11 @@ import { formatResults, ProcessSampler, summarize, type BenchResult } from './st
 //                once loss-free and once with 10% of the shreds missing (every set then needs recovery);
 //   latency    — paced: one batch's shreds per event-loop turn, publishing to the embedded bus; latency =
 //                completing shred pushed → that batch's produce resolved.
+//   v1 mix     — the same throughput case over a stream where 30% of the transactions are v1 (the crate-made
+//                vectors up to 1,232 bytes; they are smaller than the fixtures on average, so the mixed stream
+//                has fewer shreds: compare shreds/s as well as txs/s), beside the legacy/v0-only stream,
+//                interleaved in the same run;
+//   decode     — transaction decode alone, ns per wire byte: v1 vectors beside the v0 (and legacy) fixtures.
 // BENCH_SLOTS scales the stream (default 60 slots × 4 batches ≈ 32k shreds, 500 sets, 18k transactions).
 
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 60);
@@ -48,12 +54,25 @@ function rng(seed: number): () => number {
   };
 }
 
-function makeStream(seed: Buffer): Stream {
+function fixtureTxs(): Buffer[] {
   const dir = fixture('txns');
-  const txs = fs
+  return fs
     .readdirSync(dir)
     .map((n) => fs.readFileSync(`${dir}/${n}`))
     .filter((b) => decodeTransaction(b, 0n).ok);
+}
+
+/** Valid v1 vectors of at most 1,232 bytes (the legacy/v0 size range). */
+function v1Txs(): Buffer[] {
+  return v1Vectors()
+    .transactions.filter((t) => isGood(t) && t.expected.version === 1 && t.hex.length / 2 <= 1232)
+    .map((t) => Buffer.from(t.hex, 'hex'));
+}
+
+function makeStream(seed: Buffer, v1Share = 0): Stream {
+  const txs = fixtureTxs();
+  const v1 = v1Txs();
+  const pick = (rand: () => number): Buffer => (rand() < v1Share ? v1[Math.floor(rand() * v1.length)]! : txs[Math.floor(rand() * txs.length)]!);
   const rand = rng(7);
   const out: Stream = { packets: [], batchStarts: [], transactions: 0, sets: 0 };
   let chainedRoot: Buffer = Buffer.alloc(32);
@@ -64,7 +83,7 @@ function makeStream(seed: Buffer): Stream {
       const entries = Array.from({ length: 20 + Math.floor(rand() * 60) }, () => ({
         numHashes: 12_500n,
         hash: crypto.createHash('sha256').update(String(rand())).digest(),
-        txs: Array.from({ length: Math.floor(rand() * 4) }, () => txs[Math.floor(rand() * txs.length)]!),
+        txs: Array.from({ length: Math.floor(rand() * 4) }, () => pick(rand)),
       }));
       out.transactions += entries.reduce((n, e) => n + e.txs.length, 0);
       const lastInSlot = b === BATCHES_PER_SLOT - 1;
@@ -155,6 +174,33 @@ async function latency(stream: Stream, leader: Buffer): Promise<BenchResult> {
   };
 }
 
+/** ns per wire byte of decodeTransaction over `txs`, best of 5 rounds of `rounds` passes. */
+function decodeCost(txs: Buffer[], rounds: number): { nsPerByte: number; nsPerTx: number; bytes: number } {
+  const bytes = txs.reduce((n, t) => n + t.length, 0);
+  let best = Infinity;
+  for (let k = 0; k < 5; k++) {
+    const t0 = process.hrtime.bigint();
+    for (let r = 0; r < rounds; r++) for (const t of txs) if (!decodeTransaction(t, 0n).ok) throw new Error('bench tx does not decode');
+    const ns = Number(process.hrtime.bigint() - t0);
+    if (ns < best) best = ns;
+  }
+  return { nsPerByte: best / (rounds * bytes), nsPerTx: best / (rounds * txs.length), bytes: bytes / txs.length };
+}
+
+function decodeBench(): BenchResult[] {
+  const fx = fixtureTxs();
+  const v0 = fx.filter((t) => decodeTransaction(t, 0n).ok && (decodeTransaction(t, 0n) as { version: unknown }).version === 0);
+  const legacy = fx.filter((t) => !v0.includes(t));
+  const v1 = v1Txs();
+  const v1big = v1Vectors().transactions.filter((t) => isGood(t) && t.hex.length / 2 === 4096).map((t) => Buffer.from(t.hex, 'hex'));
+  const rows: Array<[string, Buffer[]]> = [['v0 (fixtures, reference)', v0], ['legacy (fixtures)', legacy], ['v1 (vectors ≤ 1,232 B)', v1], ['v1 (4,096-byte vectors)', v1big]];
+  for (const [, t] of rows) decodeCost(t, 200); // warm-up
+  return rows.map(([name, t]) => {
+    const c = decodeCost(t, 2000);
+    return { bench: 'ingest', case: `decode: ${name}`, figures: { ns_per_byte: c.nsPerByte, ns_per_tx: c.nsPerTx, mean_tx_bytes: c.bytes, txs: t.length } };
+  });
+}
+
 export async function benchIngest(): Promise<BenchResult[]> {
   const seed = crypto.createHash('sha256').update('meridian bench leader').digest();
   const leader = publicKeyFromSeed(seed);
@@ -167,7 +213,20 @@ export async function benchIngest(): Promise<BenchResult[]> {
     await latency(stream, leader),
   ];
   results[0]!.note = `${stream.packets.length} shreds, ${stream.sets} FEC sets, ${SLOTS * BATCHES_PER_SLOT} batches, ${stream.transactions} transactions; one core, leader check on`;
-  return results;
+  // 30% v1 beside legacy/v0 only: same shapes and seed, interleaved (A B A B) so machine noise hits both.
+  const mixed = makeStream(seed, 0.3);
+  throughput('warm-up', mixed, leader, 0);
+  const pairs: BenchResult[] = [];
+  for (let i = 0; i < 2; i++) {
+    pairs.push(throughput(`throughput: legacy/v0 only (reference, pass ${i + 1})`, stream, leader, 0));
+    pairs.push(throughput(`throughput: 30% v1 (pass ${i + 1})`, mixed, leader, 0));
+  }
+  const best = (re: RegExp): number => Math.max(...pairs.filter((r) => re.test(r.case)).map((r) => Number(r.figures.txs_per_s)));
+  const bestShreds = (re: RegExp): number => Math.max(...pairs.filter((r) => re.test(r.case)).map((r) => Number(r.figures.shreds_per_s)));
+  const ratio = best(/30% v1/) / best(/legacy\/v0 only/);
+  const shredRatio = bestShreds(/30% v1/) / bestShreds(/legacy\/v0 only/);
+  pairs[1]!.note = `${mixed.transactions} transactions (${mixed.packets.length} shreds) with 30% v1; best-of-2 ratios v1-mix / reference: txs/s ${ratio.toFixed(3)}, shreds/s ${shredRatio.toFixed(3)}`;
+  return [...results, ...pairs, ...decodeBench()];
 }
 
 if (require.main === module) {

@@ -74,9 +74,13 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
  * `udp://` allowed) over UDP. Ingest streams it when it checks no leader signature, and drops it when it does.
  */
 export async function sendSlotShreds(ingest: string, slot: number, shredVersion: number, tx: Buffer): Promise<void> {
-  const signer = randomKeypair();
   const entries = encodeEntryBatch([{ numHashes: 1n, hash: Buffer.alloc(32, 7), txs: [tx] }]);
-  const batch = shredBatch(entries, { slot: BigInt(slot), parentOffset: 1, shredVersion, fecSetIndexStart: 0, chainedRoot: Buffer.alloc(32), leaderSeed32: signer.seed, lastInSlot: true });
+  await sendSlotBatch(ingest, slot, shredVersion, entries, randomKeypair().seed);
+}
+
+/** Shreds one whole slot holding the entry batch `entries`, signed by the leader seed given, and sends it over UDP. */
+export async function sendSlotBatch(ingest: string, slot: number, shredVersion: number, entries: Buffer, leaderSeed: Buffer): Promise<void> {
+  const batch = shredBatch(entries, { slot: BigInt(slot), parentOffset: 1, shredVersion, fecSetIndexStart: 0, chainedRoot: Buffer.alloc(32), leaderSeed32: leaderSeed, lastInSlot: true });
   const to = splitHostPort(hostPortOf(ingest), '127.0.0.1');
   if (to === null) throw new Error(`not an ingest address: ${ingest}`);
   const s = dgram.createSocket(to.host.includes(':') ? 'udp6' : 'udp4');

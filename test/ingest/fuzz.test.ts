@@ -8,6 +8,7 @@ import { shredBatch } from '../../ingest/shred/shredder';
 import { Pipeline, type BatchOutput } from '../../ingest/pipeline';
 import type { LeaderKeys } from '../../ingest/shred/leader-keys';
 import { fixture } from '../support/paths';
+import { v1Vectors } from '../support/v1-vectors';
 import { DEMO, TURBINE } from './support/golden';
 import { mutate, Rng } from './support/mutate';
 
@@ -27,7 +28,13 @@ const demo = readCapture(fs.readFileSync(DEMO.capture)).packets;
 const turbineKey = Buffer.from(bs58.decode(TURBINE.leader));
 const demoKey = fs.readFileSync(DEMO.key).subarray(32, 64);
 
-const txs = fs.readdirSync(fixture('txns')).map((n) => fs.readFileSync(fixture('txns', n)));
+// Legacy and v0 from the captures' transactions; v1 (valid, invalid, 4,096-byte) from the crate-made vectors; and
+// a transaction of a future version (0x82), whose batch must end there.
+const txs = [
+  ...fs.readdirSync(fixture('txns')).map((n) => fs.readFileSync(fixture('txns', n))),
+  ...v1Vectors().transactions.map((t) => Buffer.from(t.hex, 'hex')),
+  Buffer.concat([Buffer.from([0x82]), Buffer.alloc(200, 7)]),
+];
 
 /**
  * Correctly shredded and signed batches with hostile CONTENT (mutated entry bytes, wild counts, invalid and
@@ -185,6 +192,7 @@ describe(`ingest pipeline: fuzz (${TOTAL} packets, seed ${SEED})`, function () {
     assert.ok(s.setsCompleted > 0, 'the storm reached set completion');
     assert.ok(s.batches > 0, 'and reassembly');
     assert.ok(Object.values(s.batchesInvalid).some((n) => n > 0), 'and decoding of hostile batches');
+    assert.ok(h.outputs.some((o) => o.txs.some((t) => t.version === 1)), 'v1 transactions were decoded in forged batches');
     if (process.env.FUZZ_DEBUG) console.log(JSON.stringify(s));
   });
 

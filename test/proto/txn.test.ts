@@ -88,7 +88,7 @@ describe('proto/txn: transaction decoding', () => {
     assert.equal(r.ok ? '' : r.reason, 'empty_lookup');
   });
 
-  it('counts the proposed v1 message (0x81) as unsupported', () => {
+  it('refuses a message version other than 0 after a signature count (v1 puts its 0x81 first, not here)', () => {
     const b = Buffer.from(fs.readFileSync(fixture('txns', 'ballet_txn_transaction2.bin')));
     assert.equal(b[65], 0x80);
     b[65] = 0x81;
@@ -128,12 +128,15 @@ describe('proto/txn: transaction decoding', () => {
       ['program index 0 (the payer)', (b) => (b[hdr + 3 + 1 + 64 + 32 + 1] = 0), 'program_index_out_of_bounds'],
       ['program index past the keys', (b) => (b[hdr + 3 + 1 + 64 + 32 + 1] = 2), 'program_index_out_of_bounds'],
       ['signature count 0', (b) => (b[0] = 0), 'no_signatures'],
-      ['non-minimal compact-u16', (b) => b.set([0x82, 0x00], 0), 'bad_compact_u16'],
+      // (A first byte ≥ 0x80 is a version byte since v1, so the non-minimal form is tried on the key count.)
+      ['non-minimal compact-u16', (b) => b.set([0x82, 0x00], hdr + 3), 'bad_compact_u16'],
+      ['an unknown transaction version byte first', (b) => (b[0] = 0x82), 'unsupported_version'],
     ];
     for (const [what, mutate, reason] of cases) {
       const b = Buffer.from(base);
       mutate(b);
-      assert.deepEqual(decodeTransaction(b, 0n), { ok: false, reason }, what);
+      const r = decodeTransaction(b, 0n);
+      assert.deepEqual(r.ok ? r : { ok: r.ok, reason: r.reason }, { ok: false, reason }, what);
     }
     const ixAccountsOff = hdr + 3 + 1 + 64 + 32 + 1 + 1; // compact-u16 account index count of instruction 0
     assert.ok(base[ixAccountsOff]! >= 1);

@@ -166,10 +166,10 @@ export function encodeMeta(r: TxRecord, enc: TxEncoding, accountsOnly = false): 
 }
 
 /** -32015 unless the client said it reads this version; the `version` field is only present when it did. */
-export function versionField(r: TxRecord, maxSupported: number | undefined): { version?: 'legacy' | 0 } {
-  const v = r.tx.versioned === true ? 0 : 'legacy';
+export function versionField(r: TxRecord, maxSupported: number | undefined): { version?: 'legacy' | 0 | 1 } {
+  const v = r.tx.v1Config !== undefined ? 1 : r.tx.versioned === true ? 0 : 'legacy';
   if (maxSupported === undefined) {
-    if (v !== 'legacy') throw unsupportedVersion(0);
+    if (v !== 'legacy') throw unsupportedVersion(v);
     return {};
   }
   if (v !== 'legacy' && v > maxSupported) throw unsupportedVersion(v);

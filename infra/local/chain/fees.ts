@@ -33,6 +33,18 @@ export interface FeeInfo {
 }
 
 export function feeOf(tx: TxFields): FeeInfo {
+  // v1 (SIMD-0385): the config mask replaces ComputeBudget instructions (ignored even when present); the priority
+  // fee is a total in lamports and an unset compute-unit limit is 0. (litesvm 1.5.0 charges exactly this.)
+  const c = tx.v1Config;
+  if (c !== undefined) {
+    const total = c.priorityFee ?? 0n;
+    const cu = c.computeUnitLimit ?? 0;
+    return {
+      fee: LAMPORTS_PER_SIGNATURE * tx.signatures.length + Number(total),
+      computeUnitPrice: cu === 0 ? 0 : Number((total * 1_000_000n) / BigInt(cu)),
+      computeUnitLimit: cu,
+    };
+  }
   let limit: number | null = null;
   let price = 0n;
   let defaultLimit = 0;

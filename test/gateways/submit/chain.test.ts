@@ -16,6 +16,8 @@ import { StreamClient } from '../../support/stream-client';
 import { waitFor } from '../../support/wait';
 import { post, rpc, sendTx, startHarness, type Harness } from './harness';
 import { legacyTx, lookupTable, MIN_TIP, TIP_ACCOUNTS, v0Tx } from './support';
+import { keypairFromSeed } from '../../../infra/base/keypair';
+import { v1TipTx } from './v1-support';
 
 // Against the local chain node: real signed transactions with fresh, funded keypairs and real blockhashes,
 // forwarded by the RPC forwarder to the node; the node shreds its blocks into ingest, ingest publishes
@@ -125,6 +127,27 @@ describe('submit against the local chain node', function () {
     for (let i = 0; i < 3; i++) assert.equal((await post(h, '/binary', tx)).status, 200);
     assert.equal(forwardsSent(), sent + 3);
     assert.equal(h.service.pipeline.metrics.value('binary', 'duplicate'), dup, 'no resend was suppressed');
+  });
+
+  it('v1 transactions land: /binary without preflight, JSON-RPC with a preflight the node simulates', async () => {
+    const seed = crypto.randomBytes(32);
+    const kp = keypairFromSeed(seed);
+    const web3 = Keypair.fromSeed(seed);
+    const fund = new Transaction({ feePayer: faucet.publicKey, recentBlockhash: await blockhash() }).add(SystemProgram.transfer({ fromPubkey: faucet.publicKey, toPubkey: web3.publicKey, lamports: LAMPORTS_PER_SOL }));
+    fund.sign(faucet);
+    const fsig = await conn.sendRawTransaction(fund.serialize(), { skipPreflight: true });
+    await waitFor(() => landed(fsig), 20_000, 'funding transfer', 100);
+    const sigOf = (tx: Buffer): string => bs58.encode(tx.subarray(tx.length - 64));
+    const a = v1TipTx({ payer: kp, blockhash: Buffer.from(bs58.decode(await blockhash())) });
+    const r = await post(h, '/binary', a);
+    assert.deepEqual([r.status, r.text], [200, sigOf(a)]);
+    const b = v1TipTx({ payer: kp, blockhash: Buffer.from(bs58.decode(await blockhash())) });
+    const j = await rpc(h, sendTx(b.toString('base64'), { encoding: 'base64', skipPreflight: false }));
+    assert.equal(j.json.result, sigOf(b));
+    await waitFor(() => landed(sigOf(a)), 20_000, 'the /binary v1 transaction to land', 100);
+    await waitFor(() => landed(sigOf(b)), 20_000, 'the JSON-RPC v1 transaction to land', 100);
+    // Both paid 5,000 + the 5,000-lamport priority fee of their config and the tip.
+    await waitFor(async () => (await conn.getBalance(web3.publicKey)) === LAMPORTS_PER_SOL - 2 * (10_000 + MIN_TIP), 20_000, 'the balance', 100);
   });
 
   it('v0 transactions over JSON-RPC land', async () => {
