@@ -4,11 +4,12 @@ import type { Log } from '../../infra/base/log';
 import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
 import type { SubmitConfig } from './config';
 import { followDeliveries } from './delivered-feed';
-import { RpcForwarder, type Forwarder } from './forwarder';
+import { RouteForwarder, type Forwarder } from './forwarder';
 import { startSubmitHttp } from './http';
 import { SubmitMetrics } from './metrics';
 import { SubmitPipeline, type UsageSink } from './pipeline';
 import { RpcPreflight, type Preflight } from './preflight';
+import { RpcRoute } from './rpc-route';
 import { RejectedRepeats } from './rejected-repeats';
 import { SignatureCache } from './signature-cache';
 import { tipRule } from './tip';
@@ -47,7 +48,11 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
     const upstreams = cfg.forwardUrls.length > 0 ? cfg.forwardUrls : deps.defaultUpstreams ?? [];
     let forwarder = deps.forwarder;
     if (forwarder === undefined) {
-      forwarder = new RpcForwarder({ targets: upstreams, ...cfg.forward, log: deps.log, metrics });
+      if (upstreams.length === 0) throw new Error('submission: no forward targets (gateways.submit.forwardUrls) and no local chain node');
+      // Route names are positional (`rpc-0`, `rpc-1`, … in forwardUrls order): they appear in metrics and traces,
+      // where a URL must not.
+      const routes = upstreams.map((url, i) => new RpcRoute({ name: `rpc-${i}`, url, connections: cfg.forward.connectionsPerTarget, maxInFlight: cfg.forward.maxInFlightPerTarget, timeoutMs: cfg.forward.timeoutMs }));
+      forwarder = new RouteForwarder({ routes, log: deps.log, metrics });
       const f = forwarder;
       closers.push(() => f.close());
     }
