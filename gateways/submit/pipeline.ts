@@ -5,7 +5,7 @@ import type { UsageSink } from '../../bus/usage-producer';
 import { decodeTransaction, MAX_TX_SZ } from '../../proto/txn/decode';
 import { TXN_REASONS } from '../../proto/txn/reasons';
 import { normalizeApiKey } from './api-key';
-import type { Forwarder } from './forwarder';
+import type { ForwardReport, Forwarder } from './forwarder';
 import { SubmitMetrics, type Transport } from './metrics';
 import type { Preflight, PreflightOptions } from './preflight';
 import { RateLimiter } from './rate-limit';
@@ -14,6 +14,7 @@ import { rejection, type RejectReason } from './rejections';
 import { SignatureCache } from './signature-cache';
 import { SignatureVerifier } from './signatures';
 import { checkTip, type TipRule } from './tip';
+import type { TraceStore } from './trace-store';
 
 // One validation pipeline for every transport. A transport frames a request into a Submission, calls
 // submit() (or submitNow() when it never preflights), and turns the Outcome into its own answer through the
@@ -74,9 +75,22 @@ export interface PipelineOptions {
   rateLimiter?: RateLimiter;
   repeats?: RejectedRepeats;
   verifier?: SignatureVerifier;
+  /** Present = every accepted transaction gets a trace (trace-store.ts). */
+  traces?: TraceStore;
 }
 
-type Validated = { ok: true; rental: Rental; tx: Buffer; signature: Buffer } | (Rejected & { rental: Rental | undefined });
+interface Valid {
+  ok: true;
+  rental: Rental;
+  /** Normalized API key. */
+  apiKey: string;
+  tx: Buffer;
+  signature: Buffer;
+  /** The recent blockhash, 32 raw bytes (a view into tx). */
+  blockhash: Uint8Array;
+}
+
+type Validated = Valid | (Rejected & { rental: Rental | undefined });
 
 export class SubmitPipeline {
   readonly cache: SignatureCache;
@@ -112,19 +126,20 @@ export class SubmitPipeline {
       this.repeats.remember(v.rental.id, v.tx, pre.reason, pre.detail);
       return this.finish(s.transport, v.rental, pre);
     }
-    return this.dispatch(s.transport, v.rental, v.tx, v.signature);
+    return this.dispatch(s.transport, v);
   }
 
   /** The same pipeline without preflight, synchronously (/binary, /plaintext, UDP, QUIC). */
   submitNow(s: Submission): Outcome {
     const v = this.validate(s);
     if (!v.ok) return this.finish(s.transport, v.rental, v);
-    return this.dispatch(s.transport, v.rental, v.tx, v.signature);
+    return this.dispatch(s.transport, v);
   }
 
   private validate(s: Submission): Validated {
-    const rental = this.authorize(s.apiKey);
-    if (rental === undefined) return { ok: false, reason: 'unauthorized', rental };
+    const apiKey = normalizeApiKey(s.apiKey);
+    const rental = apiKey === null ? undefined : this.opts.rentals.byApiKey(apiKey);
+    if (rental === undefined || apiKey === null) return { ok: false, reason: 'unauthorized', rental: undefined };
     const tx = Buffer.isBuffer(s.bytes) ? s.bytes : Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.length);
 
     const repeat = this.repeats.find(rental.id, tx);
@@ -136,11 +151,11 @@ export class SubmitPipeline {
       this.repeats.remember(rental.id, tx, r.reason, r.detail);
       return { ...r, rental };
     }
-    return { ok: true, rental, tx, signature: r.signature };
+    return { ok: true, rental, apiKey, tx, signature: r.signature, blockhash: r.blockhash };
   }
 
   /** The stateless stages: size, parse, signature count, signatures, tip. */
-  private check(tx: Buffer): { ok: true; signature: Buffer } | Rejected {
+  private check(tx: Buffer): { ok: true; signature: Buffer; blockhash: Uint8Array } | Rejected {
     if (tx.length > MAX_TX_SZ) return { ok: false, reason: 'too_large', detail: `${tx.length} bytes (max ${MAX_TX_SZ})` };
     const d = decodeTransaction(tx, 0n);
     if (!d.ok) {
@@ -155,7 +170,7 @@ export class SubmitPipeline {
     if (!sc.ok) return { ok: false, reason: sc.reason, detail: `signature ${sc.index}` };
     const tip = checkTip(d.tx, this.opts.tips);
     if (!tip.ok) return { ok: false, reason: tip.reason, detail: tip.detail };
-    return { ok: true, signature: sigs[0]! };
+    return { ok: true, signature: sigs[0]!, blockhash: d.tx.recentBlockhash };
   }
 
   private async runPreflight(tx: Buffer, opts: PreflightOptions): Promise<Rejected | null> {
@@ -180,16 +195,35 @@ export class SubmitPipeline {
     }
   }
 
-  private dispatch(transport: Transport, rental: Rental, tx: Buffer, signature: Buffer): Outcome {
+  private dispatch(transport: Transport, v: Valid): Outcome {
+    const { rental, signature } = v;
     const key = SignatureCache.key(signature);
+    const traces = this.opts.traces;
     if (this.cache.isDelivered(key)) {
       this.metrics.count(transport, 'duplicate');
       this.emit(transport, rental, 'ok');
+      traces?.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: false });
       return { ok: true, signature, forwarded: false };
     }
-    if (!this.opts.forwarder.forward(tx)) {
+    // A route at its cap reports `skipped` synchronously, before the trace exists (and it must not exist if no
+    // route took the transaction): those reports wait here; answers from routes always come later.
+    let report: ForwardReport | null = null;
+    let early = null as Array<Parameters<ForwardReport>> | null; // (assigned in the closure: keep TS from narrowing)
+    const onReport: ForwardReport | undefined =
+      traces === undefined
+        ? undefined
+        : (route, o) => {
+            if (report !== null) report(route, o);
+            else (early ??= []).push([route, o]);
+          };
+    if (!this.opts.forwarder.forward(v.tx, onReport)) {
       const r: Rejected = { ok: false, reason: 'forward_failed' };
       return this.finish(transport, rental, r);
+    }
+    if (traces !== undefined) {
+      const rep = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: true });
+      if (early !== null) for (const [route, o] of early) rep(route, o);
+      report = rep;
     }
     this.cache.noteForwarded(key);
     this.metrics.count(transport, 'accepted');

@@ -13,6 +13,8 @@ import { RpcRoute } from './rpc-route';
 import { RejectedRepeats } from './rejected-repeats';
 import { SignatureCache } from './signature-cache';
 import { tipRule } from './tip';
+import { startTracing, type Tracing } from './tracing';
+import type { StatusSource } from './status-source';
 import { startSubmitUdp } from './udp';
 
 // The submission service as one unit: pipeline + HTTP + UDP + the delivery feed that tells the signature
@@ -29,12 +31,16 @@ export interface SubmitDeps {
   forwarder?: Forwarder;
   preflight?: Preflight;
   registry?: Registry;
+  /** Tests: replace the chain node's status answers for traces. */
+  statusSource?: StatusSource;
 }
 
 export interface SubmitService {
   pipeline: SubmitPipeline;
   http: { host: string; port: number };
   udp?: { host: string; port: number };
+  /** Present when gateways.submit.traces.enabled. */
+  tracing?: Tracing;
   close(): Promise<void>;
 }
 
@@ -64,6 +70,12 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
       closers.push(() => p.close());
     }
     const cache = new SignatureCache(cfg.cache);
+    let tracing: Tracing | undefined;
+    if (cfg.traces.enabled) {
+      const t = startTracing(cfg.traces, { bus: deps.bus, topic: cfg.topics.traces, defaultStatusUrl: upstreams[0], log: deps.log, registry: deps.registry ?? defaultRegistry, submitMetrics: metrics, ...(deps.statusSource === undefined ? {} : { statusSource: deps.statusSource }) });
+      tracing = t;
+      closers.push(() => t.close());
+    }
     const pipeline = new SubmitPipeline({
       rentals: deps.rentals,
       forwarder,
@@ -74,12 +86,14 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
       ...(deps.usage === undefined ? {} : { usage: deps.usage }),
       metrics,
       repeats: new RejectedRepeats(cfg.repeats.windowMs, cfg.repeats.maxEntries),
+      ...(tracing === undefined ? {} : { traces: tracing.store }),
     });
-    const feed = await followDeliveries(deps.bus, cfg.topics.transactions, cache, () => metrics.deliveredMarks.inc());
+    const feed = await followDeliveries(deps.bus, cfg.topics, cache, () => metrics.deliveredMarks.inc(), tracing?.store);
     closers.push(() => feed.close());
-    const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, maxConnectionsPerIp: cfg.maxConnectionsPerIp, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, fastPath: cfg.fastPath, log: deps.log });
+    const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, maxConnectionsPerIp: cfg.maxConnectionsPerIp, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, fastPath: cfg.fastPath, log: deps.log, ...(tracing === undefined ? {} : { traces: { store: tracing.store, summaries: tracing.summaries } }) });
     closers.push(() => http.close());
     const service: SubmitService = { pipeline, http: http.address, close };
+    if (tracing !== undefined) service.tracing = tracing;
     if (cfg.udp.enabled) {
       const udp = await startSubmitUdp(pipeline, cfg.udp);
       closers.push(() => udp.close());
