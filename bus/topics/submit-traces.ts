@@ -53,27 +53,30 @@ const has = <T extends string>(list: readonly T[], v: unknown): v is T => typeof
 const optNum = (v: unknown): boolean => v === undefined || (typeof v === 'number' && Number.isFinite(v));
 const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
 
-export function decodeTraceEvent(value: Buffer): TraceEvent | { error: string } {
+/** A result type, not `T | { error }`: a forward event has an `error` field of its own. */
+export type TraceEventDecode = { ok: true; event: TraceEvent } | { ok: false; reason: string };
+
+export function decodeTraceEvent(value: Buffer): TraceEventDecode {
   let v: unknown;
   try {
     v = JSON.parse(value.toString('utf8'));
   } catch {
-    return { error: 'not JSON' };
+    return { ok: false, reason: 'not JSON' };
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { error: 'not an object' };
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { ok: false, reason: 'not an object' };
   const o = v as Record<string, unknown>;
-  if (typeof o.id !== 'string' || o.id.length === 0) return { error: 'id missing' };
-  if (typeof o.time !== 'string' || Number.isNaN(Date.parse(o.time))) return { error: 'time invalid' };
-  if (typeof o.signature !== 'string' || o.signature.length === 0) return { error: 'signature missing' };
-  if (typeof o.rental !== 'string') return { error: 'rental missing' };
-  if (!has(TRACE_STEPS, o.step)) return { error: 'step invalid' };
-  if (typeof o.sinceAcceptedMs !== 'number' || !Number.isFinite(o.sinceAcceptedMs)) return { error: 'sinceAcceptedMs invalid' };
-  if (o.slot !== undefined && o.slot !== null && !(typeof o.slot === 'number' && Number.isInteger(o.slot) && o.slot >= 0)) return { error: 'slot invalid' };
-  if (!optNum(o.slotDelta) || !optNum(o.ms) || !optNum(o.resend)) return { error: 'number field invalid' };
-  if (!optStr(o.transport) || !optStr(o.route) || !optStr(o.error) || !optStr(o.blockhash)) return { error: 'string field invalid' };
-  if (o.forwarded !== undefined && typeof o.forwarded !== 'boolean') return { error: 'forwarded invalid' };
-  if (o.outcome !== undefined && !has(FORWARD_OUTCOMES, o.outcome)) return { error: 'outcome invalid' };
-  if (o.status !== undefined && o.status !== 'ok' && o.status !== 'failed') return { error: 'status invalid' };
-  if (o.commitment !== undefined && !has(COMMITMENTS, o.commitment)) return { error: 'commitment invalid' };
-  return o as unknown as TraceEvent;
+  if (typeof o.id !== 'string' || o.id.length === 0) return { ok: false, reason: 'id missing' };
+  if (typeof o.time !== 'string' || Number.isNaN(Date.parse(o.time))) return { ok: false, reason: 'time invalid' };
+  if (typeof o.signature !== 'string' || o.signature.length === 0) return { ok: false, reason: 'signature missing' };
+  if (typeof o.rental !== 'string') return { ok: false, reason: 'rental missing' };
+  if (!has(TRACE_STEPS, o.step)) return { ok: false, reason: 'step invalid' };
+  if (typeof o.sinceAcceptedMs !== 'number' || !Number.isFinite(o.sinceAcceptedMs)) return { ok: false, reason: 'sinceAcceptedMs invalid' };
+  if (o.slot !== undefined && o.slot !== null && !(typeof o.slot === 'number' && Number.isInteger(o.slot) && o.slot >= 0)) return { ok: false, reason: 'slot invalid' };
+  if (!optNum(o.slotDelta) || !optNum(o.ms) || !optNum(o.resend)) return { ok: false, reason: 'number field invalid' };
+  if (!optStr(o.transport) || !optStr(o.route) || !optStr(o.error) || !optStr(o.blockhash)) return { ok: false, reason: 'string field invalid' };
+  if (o.forwarded !== undefined && typeof o.forwarded !== 'boolean') return { ok: false, reason: 'forwarded invalid' };
+  if (o.outcome !== undefined && !has(FORWARD_OUTCOMES, o.outcome)) return { ok: false, reason: 'outcome invalid' };
+  if (o.status !== undefined && o.status !== 'ok' && o.status !== 'failed') return { ok: false, reason: 'status invalid' };
+  if (o.commitment !== undefined && !has(COMMITMENTS, o.commitment)) return { ok: false, reason: 'commitment invalid' };
+  return { ok: true, event: o as unknown as TraceEvent };
 }

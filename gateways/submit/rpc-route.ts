@@ -47,8 +47,10 @@ export class RpcRoute implements Route {
       }
       return { ok: true, ms };
     } catch (e) {
-      const name = (e as Error).name;
-      return { ok: false, error: /timeout/i.test(name) ? 'timeout' : name, ms: performance.now() - start };
+      // The error's code (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT, …) says what happened; its message may name the host.
+      const { name, code } = e as Error & { code?: unknown };
+      const what = typeof code === 'string' && /^[A-Z_]{2,40}$/.test(code) ? code : name;
+      return { ok: false, error: /TIMEOUT/i.test(what) ? 'timeout' : what, ms: performance.now() - start };
     } finally {
       this.inFlight--;
     }
