@@ -47,6 +47,8 @@ export interface Accepted {
   signature: Buffer;
   /** false when the signature was already delivered and the duplicate was suppressed. */
   forwarded: boolean;
+  /** base58 of the signature when already computed (the trace needs it too): transports answer with it. */
+  signatureText?: string;
 }
 
 export interface Rejected {
@@ -202,8 +204,9 @@ export class SubmitPipeline {
     if (this.cache.isDelivered(key)) {
       this.metrics.count(transport, 'duplicate');
       this.emit(transport, rental, 'ok');
-      traces?.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: false });
-      return { ok: true, signature, forwarded: false };
+      if (traces === undefined) return { ok: true, signature, forwarded: false };
+      const t = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: false });
+      return { ok: true, signature, forwarded: false, signatureText: t.signature };
     }
     // A route at its cap reports `skipped` synchronously, before the trace exists (and it must not exist if no
     // route took the transaction): those reports wait here; answers from routes always come later.
@@ -220,15 +223,17 @@ export class SubmitPipeline {
       const r: Rejected = { ok: false, reason: 'forward_failed' };
       return this.finish(transport, rental, r);
     }
+    let signatureText: string | undefined;
     if (traces !== undefined) {
-      const rep = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: true });
-      if (early !== null) for (const [route, o] of early) rep(route, o);
-      report = rep;
+      const t = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: true });
+      if (early !== null) for (const [route, o] of early) t.report(route, o);
+      report = t.report;
+      signatureText = t.signature;
     }
     this.cache.noteForwarded(key);
     this.metrics.count(transport, 'accepted');
     this.emit(transport, rental, 'ok');
-    return { ok: true, signature, forwarded: true };
+    return signatureText === undefined ? { ok: true, signature, forwarded: true } : { ok: true, signature, forwarded: true, signatureText };
   }
 
   /** Counts and meters a rejection; the answer carries only reason, detail and data (not the rental). */

@@ -66,8 +66,8 @@ export class TraceStore {
     return this.traces.get(sigKey);
   }
 
-  /** An accepted submission: a new trace, or a resend joining its trace. Returns the forward reporter. */
-  accept(sigKey: string, signature: Uint8Array, info: AcceptInfo): ForwardReport {
+  /** An accepted submission: a new trace, or a resend joining its trace. Returns its base58 signature and the forward reporter. */
+  accept(sigKey: string, signature: Uint8Array, info: AcceptInfo): { signature: string; report: ForwardReport } {
     const t = this.now();
     let trace = this.traces.get(sigKey);
     if (trace === undefined) {
@@ -76,7 +76,8 @@ export class TraceStore {
         this.drop(this.traces.keys().next().value!);
         this.opts.metrics.droppedCap.inc();
       }
-      trace = new Trace(encodeBase58(signature), info.rental, info.apiKey, info.transport, t, this.slot, encodeBase58(info.blockhash));
+      // The blockhash as latin1 (cheap); its base58 is made only when asked for (expiry checks, views).
+      trace = new Trace(encodeBase58(signature), info.rental, info.apiKey, info.transport, t, this.slot, Buffer.from(info.blockhash).toString('latin1'));
       this.traces.set(sigKey, trace);
       this.pending.add(trace);
       this.emit(trace.firstEvent(info.forwarded));
@@ -84,10 +85,11 @@ export class TraceStore {
       this.emit(trace.resent(t, info.transport, info.apiKey, info.forwarded, this.slot));
     }
     const tr = trace;
-    return (route, o) => {
+    const report: ForwardReport = (route, o) => {
       if (o === 'skipped') this.emit(tr.forwarded(this.now(), route, 'skipped'));
       else this.emit(o.ok ? tr.forwarded(this.now(), route, 'ok', undefined, o.ms) : tr.forwarded(this.now(), route, 'error', o.error, o.ms));
     };
+    return { signature: tr.signature, report };
   }
 
   /** The signature appeared on stream.transactions (`at` = when ingest saw the shreds). */

@@ -1,4 +1,5 @@
 import type { Commitment, ForwardOutcome, TraceEvent } from '../../bus/topics/submit-traces';
+import { encodeBase58 } from './base58';
 
 // The trace of one accepted transaction, keyed by its first signature: pure state and transitions, no I/O and
 // no clock (every transition takes `now`, ms since epoch). Each transition that changes something returns the
@@ -61,10 +62,17 @@ export class Trace {
     readonly acceptedAt: number,
     /** The slot at first acceptance, null when the service had not learnt one yet. */
     readonly acceptedSlot: number | null,
-    /** base58 of the recent blockhash (what expiry is judged by). */
-    readonly blockhash: string,
+    /** The recent blockhash's 32 bytes as latin1 (what expiry is judged by; grouping key for the poller). */
+    readonly blockhashKey: string,
   ) {
     this.keys = [apiKey];
+  }
+
+  private blockhash58: string | undefined;
+
+  /** base58 of the recent blockhash, made on first use (most traces land and never need it). */
+  get blockhash(): string {
+    return (this.blockhash58 ??= encodeBase58(Buffer.from(this.blockhashKey, 'latin1')));
   }
 
   get state(): TraceState {
@@ -138,7 +146,7 @@ export class Trace {
   private event(at: number, step: TraceEvent['step'], fields: Partial<TraceEvent>): TraceEvent {
     return {
       id: `${this.signature}:${this.steps++}`,
-      time: new Date(at).toISOString(),
+      time: iso(at),
       signature: this.signature,
       rental: this.rental,
       step,
@@ -168,8 +176,16 @@ export class Trace {
   }
 }
 
+let isoMs = -1;
+let isoText = '';
+
+/** ISO text of a wall-clock ms, the last one cached: a burst of events shares its millisecond. */
 function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
 }
 
 export interface TraceView {

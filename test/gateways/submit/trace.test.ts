@@ -29,12 +29,12 @@ describe('submit traces (model and store)', () => {
     const s = setup();
     s.store.noteSlot(100);
     const key = sig(1).toString('latin1');
-    const report = s.store.accept(key, sig(1), info());
+    const report = s.store.accept(key, sig(1), info()).report;
     report('rpc-0', { ok: true, ms: 1.234 });
     report('rpc-1', { ok: false, error: 'http 503', ms: 2 });
     s.tick(50);
     s.store.noteSlot(101);
-    s.store.accept(key, sig(1), { ...info(), transport: 'udp' })('rpc-0', 'skipped');
+    s.store.accept(key, sig(1), { ...info(), transport: 'udp' }).report('rpc-0', 'skipped');
     s.tick(350);
     s.store.seen(key, 102, s.at());
     s.store.seen(key, 103, s.at()); // only the first counts
