@@ -1,4 +1,5 @@
 import { ConfigError, bool, int, oneOf, section, str, strList } from '../infra/base/config-read';
+import { SUBMIT_TRACES_RETENTION_MS } from './topics';
 
 // The `bus` section of the config file: which Bus implementation runs (bus/open.ts) and how it is set up.
 
@@ -9,6 +10,8 @@ export interface BusConfig {
   /** Create missing topics at start (dev and single-machine runs); production clusters usually pre-create. */
   createTopics: boolean;
   streamPartitions: number;
+  /** Retention of `submit.traces` when this process creates it (ms); default SUBMIT_TRACES_RETENTION_MS (a day). */
+  submitTracesRetentionMs?: number;
 }
 
 export function parseBusConfig(raw: unknown): BusConfig {
@@ -22,5 +25,6 @@ export function parseBusConfig(raw: unknown): BusConfig {
     clientId: str(o, 'clientId', 'bus', 'meridian'),
     createTopics: bool(o, 'createTopics', 'bus', true),
     streamPartitions: int(o, 'streamPartitions', 'bus', 1, 1, 1024),
+    submitTracesRetentionMs: int(o, 'submitTracesRetentionMs', 'bus', SUBMIT_TRACES_RETENTION_MS, 60_000),
   };
 }

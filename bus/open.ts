@@ -23,6 +23,8 @@ const EMBEDDED_STREAM_LIMITS = {
   // heap (and so their GC pauses) grow with every request served. 50k per partition is ~15 s of billing lag at
   // 10k metered requests/s.
   [TOPIC.usageEvents]: { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 32 * 1024 * 1024 },
+  // Several events per accepted transaction; on one machine they serve live readers and GET /trace holds the rest.
+  [TOPIC.submitTraces]: { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 32 * 1024 * 1024 },
 };
 
 export async function openBus(cfg: BusConfig, opts: OpenBusOptions = {}): Promise<Bus> {
@@ -30,7 +32,7 @@ export async function openBus(cfg: BusConfig, opts: OpenBusOptions = {}): Promis
     cfg.kind === 'kafka' ? new KafkaBus({ brokers: cfg.brokers, clientId: cfg.clientId, idempotent: opts.idempotent ?? false, ...(opts.log === undefined ? {} : { log: opts.log }) }) : new EmbeddedBus({ topicLimits: EMBEDDED_STREAM_LIMITS });
   if (cfg.createTopics) {
     try {
-      await bus.createTopics(defaultTopicSpecs({ stream: cfg.streamPartitions }));
+      await bus.createTopics(defaultTopicSpecs({ stream: cfg.streamPartitions }, cfg.submitTracesRetentionMs === undefined ? {} : { submitTracesMs: cfg.submitTracesRetentionMs }));
     } catch (e) {
       await bus.close();
       throw e;

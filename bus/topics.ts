@@ -5,6 +5,7 @@ export const TOPIC = {
   streamTransactions: 'stream.transactions',
   streamSlots: 'stream.slots',
   usageEvents: 'usage.events',
+  submitTraces: 'submit.traces',
   rentals: 'rentals',
 } as const;
 
@@ -13,11 +14,15 @@ export type TopicName = (typeof TOPIC)[keyof typeof TOPIC];
 const HOUR_MS = 3_600_000;
 
 /** Default topic layout. Stream topics keep one partition so every reader sees publish order. */
-export function defaultTopicSpecs(partitions: { stream?: number; usage?: number } = {}): TopicSpec[] {
+/** submit.traces' default retention: a day of traces for customers' pipelines to catch up on. */
+export const SUBMIT_TRACES_RETENTION_MS = 24 * HOUR_MS;
+
+export function defaultTopicSpecs(partitions: { stream?: number; usage?: number } = {}, retention: { submitTracesMs?: number } = {}): TopicSpec[] {
   return [
     { name: TOPIC.streamTransactions, partitions: partitions.stream ?? 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.streamSlots, partitions: 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.usageEvents, partitions: partitions.usage ?? 3, compacted: false, retentionMs: 7 * 24 * HOUR_MS },
+    { name: TOPIC.submitTraces, partitions: 3, compacted: false, retentionMs: retention.submitTracesMs ?? SUBMIT_TRACES_RETENTION_MS },
     { name: TOPIC.rentals, partitions: 1, compacted: true },
   ];
 }

@@ -1,4 +1,4 @@
-import { ConfigError, bool, hostPort, int, optStr, section, str, strList } from '../../infra/base/config-read';
+import { ConfigError, bool, hostPort, int, oneOf, optStr, section, str, strList } from '../../infra/base/config-read';
 import { TOPIC } from '../../bus/topics';
 
 // Section `gateways.submit`. Every limit of the service is here, with the contract's values as defaults
@@ -28,7 +28,30 @@ export interface SubmitConfig {
   fastPath: boolean;
   /** v1 transactions (SIMD-0385) up to this many bytes on JSON-RPC, /binary and /plaintext (1,232 = the contract; ≤ 4,096). */
   v1MaxBytes: number;
-  topics: { transactions: string };
+  topics: { transactions: string; slots: string; traces: string };
+  traces: TracesConfig;
+}
+
+/** `gateways.submit.traces`: a trace per accepted transaction (trace-store.ts, status-poller.ts). */
+export interface TracesConfig {
+  enabled: boolean;
+  /** How long a trace is held from its first acceptance: a blockhash lives ~60–90 s; then a margin for GET /trace. */
+  holdMs: number;
+  maxTraces: number;
+  /** Where statuses are polled; unset = the first forward target. Never logged. */
+  statusUrl?: string;
+  statusTimeoutMs: number;
+  pollIntervalMs: number;
+  /** getSignatureStatuses calls per tick at most (≤ 256 signatures each). */
+  maxStatusCallsPerTick: number;
+  maxBlockhashChecksPerTick: number;
+  /** Blockhash validity is asked only for traces at least this old (a fresh blockhash is valid for ~60 s). */
+  expiryCheckAfterMs: number;
+  blockhashRecheckMs: number;
+  /** Polling of a landed transaction stops at this commitment. */
+  commitment: 'processed' | 'confirmed' | 'finalized';
+  /** Events waiting for the bus at most (oldest dropped first, counted). */
+  maxBufferedEvents: number;
 }
 
 export function parseSubmitConfig(raw: unknown): SubmitConfig {
@@ -41,6 +64,8 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
   const c = section(o.cache, `${p}.cache`);
   const r = section(o.repeats, `${p}.repeats`);
   const tp = section(o.topics, `${p}.topics`);
+  const tr = section(o.traces, `${p}.traces`);
+  const trp = `${p}.traces`;
   const http = hostPort(o, 'listen', p, '127.0.0.1:8080');
   const udp = hostPort(u, 'listen', `${p}.udp`, '127.0.0.1:9000');
   const cfg: SubmitConfig = {
@@ -64,14 +89,33 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
     requestTimeoutMs: int(o, 'requestTimeoutMs', p, 10_000, 1),
     fastPath: bool(o, 'fastPath', p, true),
     v1MaxBytes: int(o, 'v1MaxBytes', p, 1232, 1232, 4096),
-    topics: { transactions: str(tp, 'transactions', `${p}.topics`, TOPIC.streamTransactions) },
+    topics: {
+      transactions: str(tp, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
+      slots: str(tp, 'slots', `${p}.topics`, TOPIC.streamSlots),
+      traces: str(tp, 'traces', `${p}.topics`, TOPIC.submitTraces),
+    },
+    traces: {
+      enabled: bool(tr, 'enabled', trp, true),
+      holdMs: int(tr, 'holdMs', trp, 150_000, 1_000),
+      maxTraces: int(tr, 'maxTraces', trp, 100_000, 1),
+      statusTimeoutMs: int(tr, 'statusTimeoutMs', trp, 2_000, 1),
+      pollIntervalMs: int(tr, 'pollIntervalMs', trp, 500, 10),
+      maxStatusCallsPerTick: int(tr, 'maxStatusCallsPerTick', trp, 4, 1, 64),
+      maxBlockhashChecksPerTick: int(tr, 'maxBlockhashChecksPerTick', trp, 8, 0, 256),
+      expiryCheckAfterMs: int(tr, 'expiryCheckAfterMs', trp, 5_000, 0),
+      blockhashRecheckMs: int(tr, 'blockhashRecheckMs', trp, 5_000, 0),
+      commitment: oneOf(tr, 'commitment', trp, ['processed', 'confirmed', 'finalized'] as const, 'confirmed'),
+      maxBufferedEvents: int(tr, 'maxBufferedEvents', trp, 100_000, 1),
+    },
   };
+  const statusUrl = optStr(tr, 'statusUrl', trp);
+  if (statusUrl !== undefined) cfg.traces.statusUrl = statusUrl;
   const preflightUrl = optStr(o, 'preflightUrl', p);
   if (preflightUrl !== undefined) cfg.preflightUrl = preflightUrl;
   if (cfg.enabled && cfg.tips.accounts.length === 0) throw new ConfigError(`${p}.tips.accounts: at least one tip account is required`);
-  for (const u of [...cfg.forwardUrls, ...(cfg.preflightUrl === undefined ? [] : [cfg.preflightUrl])]) {
+  for (const u of [...cfg.forwardUrls, ...(cfg.preflightUrl === undefined ? [] : [cfg.preflightUrl]), ...(statusUrl === undefined ? [] : [statusUrl])]) {
     // Checked without echoing the value: a URL may carry a credential.
-    if (!/^https?:\/\//.test(u)) throw new ConfigError(`${p}.forwardUrls/preflightUrl: expected http(s) URLs`);
+    if (!/^https?:\/\//.test(u)) throw new ConfigError(`${p}.forwardUrls/preflightUrl/traces.statusUrl: expected http(s) URLs`);
   }
   return cfg;
 }

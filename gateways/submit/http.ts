@@ -10,6 +10,7 @@ import { CONTRACT_BODY } from './limits';
 import type { SubmitPipeline } from './pipeline';
 import { binaryAnswer, bodyTooLarge, plaintextAnswer, type PlainAnswer } from './plain-answer';
 import { HTTP_FRAMING, JSONRPC_ERRORS } from './rejections';
+import { traceAnswer, type TraceReaders } from './trace-endpoint';
 
 // The HTTP transport on the region root. Routes (the key is the `api-key` query parameter on every one):
 //   POST /            JSON-RPC: sendTransaction, getVersion             body ≤ 3,072
@@ -17,6 +18,8 @@ import { HTTP_FRAMING, JSONRPC_ERRORS } from './rejections';
 //   POST /plaintext   base64 text, trimmed  → 200 text/plain signature  body ≤ 2,048   (no preflight)
 // (the contract's body limits; gateways.submit.v1MaxBytes above 1,232 raises them for v1: limits.ts)
 //   GET  /health      200 "ok" for load balancers (no key)
+//   GET  /trace/<sig>  the trace of a transaction the key submitted, and the key's summary (trace-endpoint.ts;
+//   GET  /trace        the summary alone); only with traces on. Served here, never on the fast path.
 // This file frames requests and answers; every decision is the pipeline's, every answer comes from the
 // rejection table. No request line, URL or key is ever logged. With `fastPath` on, each connection starts on
 // the pipelined fast path (http1-fast.ts: plain POSTs to /, /binary and /plaintext) and moves to node:http at
@@ -40,6 +43,8 @@ export interface HttpOptions {
   /** Serve plain /binary and /plaintext requests on the pipelined fast path (http1-fast.ts). */
   fastPath: boolean;
   log: Log;
+  /** Traces on: GET /trace is served. */
+  traces?: TraceReaders;
 }
 
 export interface SubmitHttp {
@@ -133,6 +138,12 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
     if (path === '/health') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
       return text(res, 200, 'ok');
+    }
+    if (opts.traces !== undefined && (path === '/trace' || path.startsWith('/trace/'))) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
+      const a = traceAnswer(opts.traces, path.slice('/trace'.length), queryParam(url, 'api-key'));
+      res.setHeader('cache-control', 'no-store');
+      return a.status === 200 ? send(res, 200, JSON_TYPE, a.body) : text(res, a.status, a.body);
     }
     const route = path === '/' ? jsonRpc : path === '/binary' ? binary : path === '/plaintext' ? plaintext : null;
     if (route === null) return text(res, HTTP_FRAMING.notFound.status, HTTP_FRAMING.notFound.text);

@@ -28,7 +28,7 @@ export function resultAnswer(id: Id, result: unknown): Answer {
 }
 
 export function outcomeAnswer(id: Id, o: Outcome): Answer {
-  if (o.ok) return resultAnswer(id, encodeBase58(o.signature));
+  if (o.ok) return resultAnswer(id, o.signatureText ?? encodeBase58(o.signature));
   const row = rejection(o.reason);
   const err: RpcError = { code: row.jsonrpc.code, message: rejectionMessage(o.reason, o.detail) };
   if (o.data !== undefined) err.data = o.data;

@@ -7,7 +7,7 @@ import { V1_PREFIX } from '../../proto/txn/v1';
 import { submitLimits, type SubmitLimits } from './limits';
 import { TXN_REASONS } from '../../proto/txn/reasons';
 import { normalizeApiKey } from './api-key';
-import type { Forwarder } from './forwarder';
+import type { ForwardReport, Forwarder } from './forwarder';
 import { SubmitMetrics, type Transport } from './metrics';
 import type { Preflight, PreflightOptions } from './preflight';
 import { RateLimiter } from './rate-limit';
@@ -16,6 +16,7 @@ import { rejection, type RejectReason } from './rejections';
 import { SignatureCache } from './signature-cache';
 import { SignatureVerifier } from './signatures';
 import { checkTip, type TipRule } from './tip';
+import type { TraceStore } from './trace-store';
 
 // One validation pipeline for every transport. A transport frames a request into a Submission, calls
 // submit() (or submitNow() when it never preflights), and turns the Outcome into its own answer through the
@@ -50,6 +51,8 @@ export interface Accepted {
   signature: Buffer;
   /** false when the signature was already delivered and the duplicate was suppressed. */
   forwarded: boolean;
+  /** base58 of the signature when already computed (the trace needs it too): transports answer with it. */
+  signatureText?: string;
 }
 
 export interface Rejected {
@@ -80,9 +83,22 @@ export interface PipelineOptions {
   verifier?: SignatureVerifier;
   /** Size limits (limits.ts); default = the contract's. */
   limits?: SubmitLimits;
+  /** Present = every accepted transaction gets a trace (trace-store.ts). */
+  traces?: TraceStore;
 }
 
-type Validated = { ok: true; rental: Rental; tx: Buffer; signature: Buffer } | (Rejected & { rental: Rental | undefined });
+interface Valid {
+  ok: true;
+  rental: Rental;
+  /** Normalized API key. */
+  apiKey: string;
+  tx: Buffer;
+  signature: Buffer;
+  /** The recent blockhash, 32 raw bytes (a view into tx). */
+  blockhash: Uint8Array;
+}
+
+type Validated = Valid | (Rejected & { rental: Rental | undefined });
 
 export class SubmitPipeline {
   readonly cache: SignatureCache;
@@ -120,19 +136,20 @@ export class SubmitPipeline {
       this.repeats.remember(v.rental.id, v.tx, pre.reason, pre.detail);
       return this.finish(s.transport, v.rental, pre);
     }
-    return this.dispatch(s.transport, v.rental, v.tx, v.signature);
+    return this.dispatch(s.transport, v);
   }
 
   /** The same pipeline without preflight, synchronously (/binary, /plaintext, UDP, QUIC). */
   submitNow(s: Submission): Outcome {
     const v = this.validate(s);
     if (!v.ok) return this.finish(s.transport, v.rental, v);
-    return this.dispatch(s.transport, v.rental, v.tx, v.signature);
+    return this.dispatch(s.transport, v);
   }
 
   private validate(s: Submission): Validated {
-    const rental = this.authorize(s.apiKey);
-    if (rental === undefined) return { ok: false, reason: 'unauthorized', rental };
+    const apiKey = normalizeApiKey(s.apiKey);
+    const rental = apiKey === null ? undefined : this.opts.rentals.byApiKey(apiKey);
+    if (rental === undefined || apiKey === null) return { ok: false, reason: 'unauthorized', rental: undefined };
     const tx = Buffer.isBuffer(s.bytes) ? s.bytes : Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.length);
 
     const repeat = this.repeats.find(rental.id, tx);
@@ -144,11 +161,11 @@ export class SubmitPipeline {
       this.repeats.remember(rental.id, tx, r.reason, r.detail);
       return { ...r, rental };
     }
-    return { ok: true, rental, tx, signature: r.signature };
+    return { ok: true, rental, apiKey, tx, signature: r.signature, blockhash: r.blockhash };
   }
 
   /** The stateless stages: size, parse, signature count, signatures, tip. */
-  private check(tx: Buffer, transport: Transport): { ok: true; signature: Buffer } | Rejected {
+  private check(tx: Buffer, transport: Transport): { ok: true; signature: Buffer; blockhash: Uint8Array } | Rejected {
     // A datagram is one packet whatever the version; v1 may be larger where the operator allows it.
     const max = tx[0] === V1_PREFIX && transport !== 'udp' ? this.limits.v1MaxBytes : this.limits.maxTxBytes;
     if (tx.length > max) return { ok: false, reason: 'too_large', detail: `${tx.length} bytes (max ${max})` };
@@ -164,7 +181,7 @@ export class SubmitPipeline {
     if (!sc.ok) return { ok: false, reason: sc.reason, detail: `signature ${sc.index}` };
     const tip = checkTip(d.tx, this.opts.tips);
     if (!tip.ok) return { ok: false, reason: tip.reason, detail: tip.detail };
-    return { ok: true, signature: sigs[0]! };
+    return { ok: true, signature: sigs[0]!, blockhash: d.tx.recentBlockhash };
   }
 
   private async runPreflight(tx: Buffer, opts: PreflightOptions): Promise<Rejected | null> {
@@ -189,21 +206,43 @@ export class SubmitPipeline {
     }
   }
 
-  private dispatch(transport: Transport, rental: Rental, tx: Buffer, signature: Buffer): Outcome {
+  private dispatch(transport: Transport, v: Valid): Outcome {
+    const { rental, signature } = v;
     const key = SignatureCache.key(signature);
+    const traces = this.opts.traces;
     if (this.cache.isDelivered(key)) {
       this.metrics.count(transport, 'duplicate');
       this.emit(transport, rental, 'ok');
-      return { ok: true, signature, forwarded: false };
+      if (traces === undefined) return { ok: true, signature, forwarded: false };
+      const t = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: false });
+      return { ok: true, signature, forwarded: false, signatureText: t.signature };
     }
-    if (!this.opts.forwarder.forward(tx)) {
+    // A route at its cap reports `skipped` synchronously, before the trace exists (and it must not exist if no
+    // route took the transaction): those reports wait here; answers from routes always come later.
+    let report: ForwardReport | null = null;
+    let early = null as Array<Parameters<ForwardReport>> | null; // (assigned in the closure: keep TS from narrowing)
+    const onReport: ForwardReport | undefined =
+      traces === undefined
+        ? undefined
+        : (route, o) => {
+            if (report !== null) report(route, o);
+            else (early ??= []).push([route, o]);
+          };
+    if (!this.opts.forwarder.forward(v.tx, onReport)) {
       const r: Rejected = { ok: false, reason: 'forward_failed' };
       return this.finish(transport, rental, r);
+    }
+    let signatureText: string | undefined;
+    if (traces !== undefined) {
+      const t = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: true });
+      if (early !== null) for (const [route, o] of early) t.report(route, o);
+      report = t.report;
+      signatureText = t.signature;
     }
     this.cache.noteForwarded(key);
     this.metrics.count(transport, 'accepted');
     this.emit(transport, rental, 'ok');
-    return { ok: true, signature, forwarded: true };
+    return signatureText === undefined ? { ok: true, signature, forwarded: true } : { ok: true, signature, forwarded: true, signatureText };
   }
 
   /** Counts and meters a rejection; the answer carries only reason, detail and data (not the rental). */

@@ -38,6 +38,6 @@ export function plaintextAnswer(pipeline: SubmitPipeline, apiKey: string | null,
 
 function submitted(pipeline: SubmitPipeline, apiKey: string | null, bytes: Buffer, transport: 'binary' | 'plaintext'): PlainAnswer {
   const o = pipeline.submitNow({ apiKey, bytes, transport });
-  if (o.ok) return { status: 200, text: encodeBase58(o.signature) };
+  if (o.ok) return { status: 200, text: o.signatureText ?? encodeBase58(o.signature) };
   return { status: rejection(o.reason).http.status, text: rejectionMessage(o.reason, o.detail) };
 }

@@ -5,14 +5,17 @@ import type { Log } from '../../infra/base/log';
 import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
 import type { SubmitConfig } from './config';
 import { followDeliveries } from './delivered-feed';
-import { RpcForwarder, type Forwarder } from './forwarder';
+import { RouteForwarder, type Forwarder } from './forwarder';
 import { startSubmitHttp } from './http';
 import { SubmitMetrics } from './metrics';
 import { SubmitPipeline, type UsageSink } from './pipeline';
 import { RpcPreflight, type Preflight } from './preflight';
+import { RpcRoute } from './rpc-route';
 import { RejectedRepeats } from './rejected-repeats';
 import { SignatureCache } from './signature-cache';
 import { tipRule } from './tip';
+import { startTracing, type Tracing } from './tracing';
+import type { StatusSource } from './status-source';
 import { startSubmitUdp } from './udp';
 
 // The submission service as one unit: pipeline + HTTP + UDP + the delivery feed that tells the signature
@@ -29,12 +32,16 @@ export interface SubmitDeps {
   forwarder?: Forwarder;
   preflight?: Preflight;
   registry?: Registry;
+  /** Tests: replace the chain node's status answers for traces. */
+  statusSource?: StatusSource;
 }
 
 export interface SubmitService {
   pipeline: SubmitPipeline;
   http: { host: string; port: number };
   udp?: { host: string; port: number };
+  /** Present when gateways.submit.traces.enabled. */
+  tracing?: Tracing;
   close(): Promise<void>;
 }
 
@@ -48,7 +55,11 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
     const upstreams = cfg.forwardUrls.length > 0 ? cfg.forwardUrls : deps.defaultUpstreams ?? [];
     let forwarder = deps.forwarder;
     if (forwarder === undefined) {
-      forwarder = new RpcForwarder({ targets: upstreams, ...cfg.forward, log: deps.log, metrics });
+      if (upstreams.length === 0) throw new Error('submission: no forward targets (gateways.submit.forwardUrls) and no local chain node');
+      // Route names are positional (`rpc-0`, `rpc-1`, … in forwardUrls order): they appear in metrics and traces,
+      // where a URL must not.
+      const routes = upstreams.map((url, i) => new RpcRoute({ name: `rpc-${i}`, url, connections: cfg.forward.connectionsPerTarget, maxInFlight: cfg.forward.maxInFlightPerTarget, timeoutMs: cfg.forward.timeoutMs }));
+      forwarder = new RouteForwarder({ routes, log: deps.log, metrics });
       const f = forwarder;
       closers.push(() => f.close());
     }
@@ -60,6 +71,12 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
       closers.push(() => p.close());
     }
     const cache = new SignatureCache(cfg.cache);
+    let tracing: Tracing | undefined;
+    if (cfg.traces.enabled) {
+      const t = startTracing(cfg.traces, { bus: deps.bus, topic: cfg.topics.traces, defaultStatusUrl: upstreams[0], log: deps.log, registry: deps.registry ?? defaultRegistry, submitMetrics: metrics, ...(deps.statusSource === undefined ? {} : { statusSource: deps.statusSource }) });
+      tracing = t;
+      closers.push(() => t.close());
+    }
     const pipeline = new SubmitPipeline({
       rentals: deps.rentals,
       forwarder,
@@ -71,12 +88,14 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
       metrics,
       repeats: new RejectedRepeats(cfg.repeats.windowMs, cfg.repeats.maxEntries),
       limits: submitLimits(cfg.v1MaxBytes),
+      ...(tracing === undefined ? {} : { traces: tracing.store }),
     });
-    const feed = await followDeliveries(deps.bus, cfg.topics.transactions, cache, () => metrics.deliveredMarks.inc());
+    const feed = await followDeliveries(deps.bus, cfg.topics, cache, () => metrics.deliveredMarks.inc(), tracing?.store);
     closers.push(() => feed.close());
-    const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, maxConnectionsPerIp: cfg.maxConnectionsPerIp, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, fastPath: cfg.fastPath, log: deps.log });
+    const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, maxConnectionsPerIp: cfg.maxConnectionsPerIp, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, fastPath: cfg.fastPath, log: deps.log, ...(tracing === undefined ? {} : { traces: { store: tracing.store, summaries: tracing.summaries } }) });
     closers.push(() => http.close());
     const service: SubmitService = { pipeline, http: http.address, close };
+    if (tracing !== undefined) service.tracing = tracing;
     if (cfg.udp.enabled) {
       const udp = await startSubmitUdp(pipeline, cfg.udp);
       closers.push(() => udp.close());

@@ -6,11 +6,13 @@ import bs58 from 'bs58';
 import { Keypair } from '@solana/web3.js';
 import { EmbeddedBus } from '../../bus/embedded';
 import { rentalsFromList } from '../../bus/rental-registry';
-import { defaultTopicSpecs } from '../../bus/topics';
+import { EventProducer } from '../../bus/event-producer';
+import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
+import { encodeTraceEvent, type TraceEvent } from '../../bus/topics/submit-traces';
 import { UsageProducer } from '../../bus/usage-producer';
 import { uuidToRaw } from '../../gateways/submit/api-key';
 import { parseSubmitConfig } from '../../gateways/submit/config';
-import type { Forwarder } from '../../gateways/submit/forwarder';
+import type { ForwardReport, Forwarder } from '../../gateways/submit/forwarder';
 import { SubmitMetrics } from '../../gateways/submit/metrics';
 import { SubmitPipeline } from '../../gateways/submit/pipeline';
 import { startSubmit } from '../../gateways/submit/service';
@@ -41,12 +43,16 @@ const CONNECTIONS = Number(process.env.BENCH_SUBMIT_CONNECTIONS ?? 4);
 const WINDOW = Number(process.env.BENCH_SUBMIT_WINDOW ?? 32);
 const CHILD_ENV = 'MERIDIAN_SUBMIT_BENCH_CHILD';
 const TIPS_ENV = 'MERIDIAN_SUBMIT_BENCH_TIPS';
+/** `off` = the child runs with gateways.submit.traces.enabled false (the tracing-cost comparison). */
+const TRACES_ENV = 'MERIDIAN_SUBMIT_BENCH_TRACES';
 const API_KEY = '5d0c0b7e-3f7e-4b1a-9d2c-6a1b2c3d4e5f';
 
 class SinkForwarder implements Forwarder {
   n = 0;
-  forward(): boolean {
+  /** Reports each dispatch as a route's success at once, so traces record a forward step as with a real route. */
+  forward(_tx: Buffer, report?: ForwardReport): boolean {
     this.n++;
+    report?.('sink', { ok: true, ms: 0 });
     return true;
   }
   async close(): Promise<void> {}
@@ -78,6 +84,10 @@ async function serve(): Promise<void> {
     enabled: true, listen: '127.0.0.1:0', udp: { listen: '127.0.0.1:0' },
     // The parent's tip accounts (support.ts makes fresh ones per process).
     tips: { accounts: (process.env[TIPS_ENV] ?? '').split(','), minLamports: MIN_TIP }, forwardUrls: ['http://127.0.0.1:1/'],
+    // Traces on (the default) poll statuses from a port with nothing listening: the poller's per-tick budget is
+    // spent on refused connections instead of a node's answers; what it costs per accepted transaction is
+    // the trace, its events and their production on the (embedded) bus.
+    traces: { enabled: process.env[TRACES_ENV] !== 'off' },
   });
   const rentals = rentalsFromList([{ id: 'bench', rps: 0, tps: 1e12, region: 'local', ips: [], apiKeys: [API_KEY], tokens: [], dedicatedPaths: [], pps: 0, evmIps: [], status: 'active' }]);
   const svc = await startSubmit(cfg, { bus, rentals, usage, log, registry, forwarder: sink });
@@ -229,14 +239,59 @@ function directPipelineRate(txs: Buffer[], seconds: number): number {
   return n / (cpuSeconds() - c0);
 }
 
-export async function benchSubmit(): Promise<BenchResult[]> {
-  const txs = makeTxs();
-  const child = fork(__filename, [], { execArgv: process.env.BENCH_SUBMIT_PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SUBMIT_PROFILE_DIR}`], env: { ...process.env, [CHILD_ENV]: '1', [TIPS_ENV]: TIP_ACCOUNTS.map((k) => k.toBase58()).join(',') }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ports = await new Promise<{ http: number; udp: number }>((resolve, reject) => {
+function startChild(traces: 'on' | 'off'): { child: ChildProcess; ports: Promise<{ http: number; udp: number }> } {
+  const child = fork(__filename, [], { execArgv: process.env.BENCH_SUBMIT_PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SUBMIT_PROFILE_DIR}`], env: { ...process.env, [CHILD_ENV]: '1', [TIPS_ENV]: TIP_ACCOUNTS.map((k) => k.toBase58()).join(','), [TRACES_ENV]: traces }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ports = new Promise<{ http: number; udp: number }>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`bench server exited (${code})`)));
     child.on('message', (m: { ready?: { http: number; udp: number } }) => m.ready !== undefined && resolve(m.ready));
   });
+  return { child, ports };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  child.send({ cmd: 'stop' });
+  await new Promise((r) => {
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      r(undefined);
+    }, 5000);
+    child.once('exit', () => {
+      clearTimeout(t);
+      r(undefined);
+    });
+  });
+}
+
+/** Trace events through the bounded producer onto the embedded bus, one core: what the bus side sustains. */
+async function traceEventsRate(seconds: number): Promise<{ perS: number; perCore: number }> {
+  const bus = new EmbeddedBus({ topicLimits: { [TOPIC.submitTraces]: { maxMessagesPerPartition: 50_000 } } });
+  await bus.createTopics(defaultTopicSpecs().filter((t) => t.name === TOPIC.submitTraces));
+  const log = createLogger({ level: 'warn' });
+  const producer = new EventProducer<TraceEvent>(bus, { topic: TOPIC.submitTraces, encode: encodeTraceEvent, metricPrefix: 'bench_trace_events', registry: new Registry(), log, maxBuffered: 20_000 });
+  const sigs = makeTxs().slice(0, 256).map((tx) => bs58.encode(tx.subarray(1, 65)));
+  let n = 0;
+  const c0 = cpuSeconds();
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  while (performance.now() < end) {
+    for (let i = 0; i < 2_000; i++, n++) {
+      const sig = sigs[n % sigs.length]!;
+      producer.emit({ id: `${sig}:${n}`, time: new Date().toISOString(), signature: sig, rental: 'bench', step: 'forward', sinceAcceptedMs: 1, route: 'rpc-0', outcome: 'ok', ms: 0.5 });
+    }
+    await producer.flush(); // the producer's loop runs between bursts; waiting keeps the buffer from dropping
+  }
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = cpuSeconds() - c0;
+  await producer.close();
+  await bus.close();
+  return { perS: n / wall, perCore: n / cpu };
+}
+
+export async function benchSubmit(): Promise<BenchResult[]> {
+  const txs = makeTxs();
+  const { child, ports: portsP } = startChild('on');
+  const ports = await portsP;
   const results: BenchResult[] = [];
   try {
     // This machine's speed drifts by 20% within a minute (a shared VM), so each phase gets its own bare-verify
@@ -307,18 +362,37 @@ export async function benchSubmit(): Promise<BenchResult[]> {
         + ` + kernel (socket syscalls) ${m.kernelUs.toFixed(0)} + transport in user space (parsing, framing, answer, usage event, GC) ${(us(m.perCore) - us(direct) - m.kernelUs).toFixed(0)}`;
       results.push({ bench: 'submit', case: m.name, figures: { per_s: Math.round(m.perCore), vs_bare: m.perCore / m.bare, ...m.figures }, note: `${m.note}; bare verify around it ${Math.round(m.bare)}/s; ${split}` });
     }
+
+    // Tracing's cost: the same /binary load on a second child with traces off, phases interleaved off/on (this
+    // machine's speed drifts), per core = accepted / the serving child's CPU seconds.
+    if (only === undefined || only === 'traces') {
+      const off = startChild('off');
+      try {
+        const offPorts = await off.ports;
+        await httpLoad(offPorts.http, binReqs, 1);
+        const perCore = async (c: ChildProcess, port: number): Promise<number> => {
+          const a = await ask(c);
+          await httpLoad(port, binReqs, SECONDS);
+          const b = await ask(c);
+          return (b.binary - a.binary) / ((b.cpuUs - a.cpuUs) / 1e6);
+        };
+        const offs: number[] = [];
+        const ons: number[] = [];
+        for (let round = 0; round < 2; round++) {
+          offs.push(await perCore(off.child, offPorts.http));
+          ons.push(await perCore(child, ports.http));
+        }
+        const mean = (xs: number[]): number => xs.reduce((x, y) => x + y, 0) / xs.length;
+        results.push({ bench: 'submit', case: 'reference: /binary accepted per core, traces off', figures: { per_s: Math.round(mean(offs)) }, note: `runs ${offs.map((x) => Math.round(x)).join(', ')}/s, interleaved with the row below` });
+        results.push({ bench: 'submit', case: '/binary accepted per core, traces on', figures: { per_s: Math.round(mean(ons)), vs_off: mean(ons) / mean(offs) }, note: `runs ${ons.map((x) => Math.round(x)).join(', ')}/s; each accepted tx: a trace, accepted + forward events on submit.traces (embedded bus), status poller running (aim ≥ 0.95× off)` });
+      } finally {
+        await stopChild(off.child);
+      }
+      const ev = await traceEventsRate(SECONDS);
+      results.push({ bench: 'submit', case: 'trace events produced to submit.traces (embedded bus), 1 core', figures: { per_s: Math.round(ev.perS), per_core_s: Math.round(ev.perCore) }, note: 'EventProducer: JSON encode, bounded FIFO, batches of 500 into the embedded bus; Kafka not measured here' });
+    }
   } finally {
-    child.send({ cmd: 'stop' });
-    await new Promise((r) => {
-      const t = setTimeout(() => {
-        child.kill('SIGKILL');
-        r(undefined);
-      }, 5000);
-      child.once('exit', () => {
-        clearTimeout(t);
-        r(undefined);
-      });
-    });
+    await stopChild(child);
   }
   return results;
 }

@@ -60,8 +60,8 @@ describe('billing end to end: gateway and submission traffic on Kafka, through a
     const topic = 'usage.billing-e2e';
     await kafka.createTopics([{ name: topic, partitions: 3, compacted: false }]);
     const usage = new UsageProducer(kafka, { topic, log, registry: new Registry(), retryMaxMs: 1_000, closeTimeoutMs: 120_000 });
-    const localBus = new EmbeddedBus(); // the submission service's delivery feed (stream.transactions) only
-    await localBus.createTopics(defaultTopicSpecs().filter((s) => s.name === TOPIC.streamTransactions));
+    const localBus = new EmbeddedBus(); // the submission service's delivery feed and traces (stream.transactions, stream.slots, submit.traces)
+    await localBus.createTopics(defaultTopicSpecs().filter((s) => s.name === TOPIC.streamTransactions || s.name === TOPIC.streamSlots || s.name === TOPIC.submitTraces));
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-e2e-'));
     let chain: LocalChain | undefined;
     let gw: TestGateway | undefined;

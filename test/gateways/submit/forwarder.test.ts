@@ -17,6 +17,8 @@ describe('submit forwarding', () => {
       assert.deepEqual(a.sends.map((s) => s.tx.toString('hex')), txs.map((t) => t.toString('hex')));
       assert.deepEqual(b.sends.map((s) => s.tx.toString('hex')), txs.map((t) => t.toString('hex')));
       assert.equal(h.service.pipeline.metrics.forwarded.value, 6);
+      assert.deepEqual(['rpc-0', 'rpc-1'].map((r) => h.service.pipeline.metrics.route(r).attempts.value), [3, 3], 'per-route attempts');
+      assert.match(h.registry.render(), /meridian_submit_route_attempts_total\{route="rpc-1"\} 3/);
     } finally {
       await h.close();
       await a.close();
@@ -36,6 +38,7 @@ describe('submit forwarding', () => {
       assert.equal(r.status, 200);
       assert.equal(r.text.length > 80, true);
       await waitFor(() => h.service.pipeline.metrics.forwardErrors.value === 1, 5000, 'the forward error metric');
+      assert.equal(h.service.pipeline.metrics.route('rpc-0').errors.value, 1, 'the route error metric');
       assert.ok(h.logLines.some((l) => l.includes('forward to upstream failed')));
       assert.equal(h.logLines.some((l) => l.includes(`127.0.0.1:${port}`) || l.includes('http://')), false, 'the target address is not logged');
     } finally {

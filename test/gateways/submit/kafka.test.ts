@@ -20,15 +20,19 @@ describe('submit on Kafka: delivery feed and usage events', function () {
   const suffix = `${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
   const txTopic = `submit-test-tx-${suffix}`;
   const usageTopic = `submit-test-usage-${suffix}`;
+  const slotsTopic = `submit-test-slots-${suffix}`;
+  const tracesTopic = `submit-test-traces-${suffix}`;
 
   before(async () => {
     bus = new KafkaBus({ brokers: await kafkaBrokers(), clientId: 'meridian-submit-test', log: quietLog().log });
     await bus.createTopics([
       { name: txTopic, partitions: 1, compacted: false },
       { name: usageTopic, partitions: 1, compacted: false },
+      { name: slotsTopic, partitions: 1, compacted: false },
+      { name: tracesTopic, partitions: 1, compacted: false },
     ]);
     up = await startUpstream();
-    h = await startHarness({ upstreams: [up.url], bus, usageTopic, config: { topics: { transactions: txTopic } } });
+    h = await startHarness({ upstreams: [up.url], bus, usageTopic, config: { topics: { transactions: txTopic, slots: slotsTopic, traces: tracesTopic } } });
   });
   after(async () => {
     await h?.close();

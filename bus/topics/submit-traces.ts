@@ -1,0 +1,82 @@
+// submit.traces — one event per step of an accepted transaction's life: accepted (each submission, resends
+// included), forward (each route's attempt), seen (first seen in shreds), landed (a status from the chain node;
+// again when the commitment rises), expired (its blockhash aged out unlanded). JSON on purpose: senders'
+// customers and operators consume it in any language; it is not on the stream hot path.
+//   key   = the transaction's first signature, base58 (UTF-8), so one transaction's events stay ordered
+//   value = UTF-8 JSON of TraceEvent
+// Delivery is at-least-once; `id` = `<signature>:<n>` (n = the step's index in its trace) is unique per event
+// and stable across redeliveries, so consumers dedupe by it.
+
+export const TRACE_STEPS = ['accepted', 'forward', 'seen', 'landed', 'expired'] as const;
+export type TraceStep = (typeof TRACE_STEPS)[number];
+export const FORWARD_OUTCOMES = ['ok', 'error', 'skipped'] as const;
+export type ForwardOutcome = (typeof FORWARD_OUTCOMES)[number];
+export const COMMITMENTS = ['processed', 'confirmed', 'finalized'] as const;
+export type Commitment = (typeof COMMITMENTS)[number];
+
+export interface TraceEvent {
+  id: string;
+  /** ISO-8601 time of the step. */
+  time: string;
+  signature: string;
+  rental: string;
+  step: TraceStep;
+  /** ms from the first acceptance to this step (0 for the first accepted). */
+  sinceAcceptedMs: number;
+  /** accepted: the transport (jsonrpc, binary, plaintext, udp, quic). */
+  transport?: string;
+  /** accepted: submissions of these bytes before this one (0 = first); forwarded: false when suppressed as delivered. */
+  resend?: number;
+  forwarded?: boolean;
+  /** accepted: the slot then (null when not yet known); seen/landed: the slot it appeared or landed in. */
+  slot?: number | null;
+  /** seen/landed: slot − slot at first acceptance (absent when that was unknown). */
+  slotDelta?: number;
+  /** forward: the route's name (never its URL), outcome, error and time to the route's answer. */
+  route?: string;
+  outcome?: ForwardOutcome;
+  error?: string;
+  ms?: number;
+  /** landed: `ok`, or `failed` with err = the chain's TransactionError JSON. */
+  status?: 'ok' | 'failed';
+  err?: unknown;
+  commitment?: Commitment;
+  /** expired: the recent blockhash that aged out (base58). */
+  blockhash?: string;
+}
+
+export function encodeTraceEvent(e: TraceEvent): { key: Buffer; value: Buffer } {
+  return { key: Buffer.from(e.signature, 'utf8'), value: Buffer.from(JSON.stringify(e), 'utf8') };
+}
+
+const has = <T extends string>(list: readonly T[], v: unknown): v is T => typeof v === 'string' && (list as readonly string[]).includes(v);
+const optNum = (v: unknown): boolean => v === undefined || (typeof v === 'number' && Number.isFinite(v));
+const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
+
+/** A result type, not `T | { error }`: a forward event has an `error` field of its own. */
+export type TraceEventDecode = { ok: true; event: TraceEvent } | { ok: false; reason: string };
+
+export function decodeTraceEvent(value: Buffer): TraceEventDecode {
+  let v: unknown;
+  try {
+    v = JSON.parse(value.toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'not JSON' };
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { ok: false, reason: 'not an object' };
+  const o = v as Record<string, unknown>;
+  if (typeof o.id !== 'string' || o.id.length === 0) return { ok: false, reason: 'id missing' };
+  if (typeof o.time !== 'string' || Number.isNaN(Date.parse(o.time))) return { ok: false, reason: 'time invalid' };
+  if (typeof o.signature !== 'string' || o.signature.length === 0) return { ok: false, reason: 'signature missing' };
+  if (typeof o.rental !== 'string') return { ok: false, reason: 'rental missing' };
+  if (!has(TRACE_STEPS, o.step)) return { ok: false, reason: 'step invalid' };
+  if (typeof o.sinceAcceptedMs !== 'number' || !Number.isFinite(o.sinceAcceptedMs)) return { ok: false, reason: 'sinceAcceptedMs invalid' };
+  if (o.slot !== undefined && o.slot !== null && !(typeof o.slot === 'number' && Number.isInteger(o.slot) && o.slot >= 0)) return { ok: false, reason: 'slot invalid' };
+  if (!optNum(o.slotDelta) || !optNum(o.ms) || !optNum(o.resend)) return { ok: false, reason: 'number field invalid' };
+  if (!optStr(o.transport) || !optStr(o.route) || !optStr(o.error) || !optStr(o.blockhash)) return { ok: false, reason: 'string field invalid' };
+  if (o.forwarded !== undefined && typeof o.forwarded !== 'boolean') return { ok: false, reason: 'forwarded invalid' };
+  if (o.outcome !== undefined && !has(FORWARD_OUTCOMES, o.outcome)) return { ok: false, reason: 'outcome invalid' };
+  if (o.status !== undefined && o.status !== 'ok' && o.status !== 'failed') return { ok: false, reason: 'status invalid' };
+  if (o.commitment !== undefined && !has(COMMITMENTS, o.commitment)) return { ok: false, reason: 'commitment invalid' };
+  return { ok: true, event: o as unknown as TraceEvent };
+}

@@ -1,0 +1,199 @@
+import type { Commitment, ForwardOutcome, TraceEvent } from '../../bus/topics/submit-traces';
+import { encodeBase58 } from './base58';
+
+// The trace of one accepted transaction, keyed by its first signature: pure state and transitions, no I/O and
+// no clock (every transition takes `now`, ms since epoch). Each transition that changes something returns the
+// event for `submit.traces`; the store (trace-store.ts) bounds how many traces live and for how long.
+//
+//   accepted ──► forward (per route, per submission) ──► seen (first in shreds) ──► landed (rising commitment)
+//        └────────────────────────────────────────────────────────────────────────► expired (blockhash aged out)
+//
+// A resend of the same bytes joins the trace (another `accepted`, and its own forwards); slot delta and
+// latencies count from the first acceptance, the moment the customer handed the transaction over.
+
+export interface ForwardAttempt {
+  route: string;
+  at: number;
+  outcome: ForwardOutcome;
+  error?: string;
+  ms?: number;
+}
+
+export interface Landing {
+  at: number;
+  slot: number;
+  status: 'ok' | 'failed';
+  err: unknown;
+  commitment: Commitment;
+}
+
+export type TraceState = 'pending' | 'landed' | 'failed' | 'expired';
+
+/** Forward attempts kept per trace at most (resends × routes); later ones still count in metrics and events. */
+export const MAX_FORWARDS_KEPT = 64;
+/** Distinct API keys remembered per trace (the same bytes sent by several keys of one customer). */
+export const MAX_KEYS_PER_TRACE = 8;
+
+const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+export function commitmentAtLeast(c: Commitment, target: Commitment): boolean {
+  return RANK[c] >= RANK[target];
+}
+
+export class Trace {
+  readonly keys: string[];
+  readonly forwards: ForwardAttempt[] = [];
+  /** Routes whose attempt succeeded at least once (landing is attributed to them). */
+  readonly routesOk = new Set<string>();
+  submissions = 1;
+  seen: { at: number; slot: number } | null = null;
+  landing: Landing | null = null;
+  expiredAt: number | null = null;
+  /** Events emitted so far (the next event's index, part of its id). */
+  private steps = 0;
+
+  constructor(
+    /** base58 of the first signature. */
+    readonly signature: string,
+    readonly rental: string,
+    apiKey: string,
+    readonly transport: string,
+    /** Wall clock ms of the first acceptance. */
+    readonly acceptedAt: number,
+    /** The slot at first acceptance, null when the service had not learnt one yet. */
+    readonly acceptedSlot: number | null,
+    /** The recent blockhash's 32 bytes as latin1 (what expiry is judged by; grouping key for the poller). */
+    readonly blockhashKey: string,
+  ) {
+    this.keys = [apiKey];
+  }
+
+  private blockhash58: string | undefined;
+
+  /** base58 of the recent blockhash, made on first use (most traces land and never need it). */
+  get blockhash(): string {
+    return (this.blockhash58 ??= encodeBase58(Buffer.from(this.blockhashKey, 'latin1')));
+  }
+
+  get state(): TraceState {
+    if (this.landing !== null) return this.landing.status === 'ok' ? 'landed' : 'failed';
+    return this.expiredAt === null ? 'pending' : 'expired';
+  }
+
+  /** Landed or expired: nothing more will change, except a landing's commitment rising. */
+  get settled(): boolean {
+    return this.landing !== null || this.expiredAt !== null;
+  }
+
+  slotDeltaOf(slot: number): number | undefined {
+    return this.acceptedSlot === null ? undefined : slot - this.acceptedSlot;
+  }
+
+  /** The first acceptance's event (the constructor's transition). */
+  firstEvent(forwarded: boolean): TraceEvent {
+    return this.event(this.acceptedAt, 'accepted', { transport: this.transport, resend: 0, forwarded, slot: this.acceptedSlot });
+  }
+
+  /** The same bytes accepted again. */
+  resent(now: number, transport: string, apiKey: string, forwarded: boolean, slot: number | null): TraceEvent {
+    if (!this.keys.includes(apiKey) && this.keys.length < MAX_KEYS_PER_TRACE) this.keys.push(apiKey);
+    const resend = this.submissions++;
+    return this.event(now, 'accepted', { transport, resend, forwarded, slot });
+  }
+
+  forwarded(now: number, route: string, outcome: ForwardOutcome, error?: string, ms?: number): TraceEvent {
+    const a: ForwardAttempt = { route, at: now, outcome };
+    if (error !== undefined) a.error = error;
+    if (ms !== undefined) a.ms = Math.round(ms * 100) / 100;
+    if (this.forwards.length < MAX_FORWARDS_KEPT) this.forwards.push(a);
+    if (outcome === 'ok') this.routesOk.add(route);
+    const f: Partial<TraceEvent> = { route, outcome };
+    if (a.error !== undefined) f.error = a.error;
+    if (a.ms !== undefined) f.ms = a.ms;
+    return this.event(now, 'forward', f);
+  }
+
+  /** First seen in shreds; null when already seen. `at` = when ingest observed the shreds. */
+  seenInShreds(at: number, slot: number): TraceEvent | null {
+    if (this.seen !== null) return null;
+    this.seen = { at, slot };
+    return this.event(at, 'seen', this.withDelta({ slot }, slot));
+  }
+
+  /** A status from the chain node; an event when it is new or its commitment rose, else null. */
+  landed(now: number, slot: number, err: unknown, commitment: Commitment): TraceEvent | null {
+    const prev = this.landing;
+    if (prev !== null && RANK[commitment] <= RANK[prev.commitment]) return null;
+    const status = err === null || err === undefined ? 'ok' : 'failed';
+    this.landing = { at: prev?.at ?? now, slot, status, err: err ?? null, commitment };
+    this.expiredAt = null; // a status outranks an expiry judged from a lagging view
+    return this.event(now, 'landed', this.withDelta({ slot, status, err: err ?? null, commitment }, slot));
+  }
+
+  /** The blockhash aged out and no status was found after that; null when it already landed or expired. */
+  expired(now: number): TraceEvent | null {
+    if (this.settled) return null;
+    this.expiredAt = now;
+    return this.event(now, 'expired', { blockhash: this.blockhash });
+  }
+
+  private withDelta(f: Partial<TraceEvent>, slot: number): Partial<TraceEvent> {
+    const d = this.slotDeltaOf(slot);
+    if (d !== undefined) f.slotDelta = d;
+    return f;
+  }
+
+  private event(at: number, step: TraceEvent['step'], fields: Partial<TraceEvent>): TraceEvent {
+    return {
+      id: `${this.signature}:${this.steps++}`,
+      time: iso(at),
+      signature: this.signature,
+      rental: this.rental,
+      step,
+      sinceAcceptedMs: Math.max(0, Math.round(at - this.acceptedAt)),
+      ...fields,
+    };
+  }
+
+  /** The customer's view (GET /trace): no API keys, no rental internals. */
+  view(): TraceView {
+    const v: TraceView = {
+      signature: this.signature,
+      state: this.state,
+      accepted: { time: iso(this.acceptedAt), transport: this.transport, slot: this.acceptedSlot, submissions: this.submissions },
+      forwards: this.forwards.map((f) => ({ ...f, at: iso(f.at) })),
+      seen: null,
+      landed: null,
+      expired: null,
+    };
+    if (this.seen !== null) v.seen = { time: iso(this.seen.at), slot: this.seen.slot, slotDelta: this.slotDeltaOf(this.seen.slot) ?? null, sinceAcceptedMs: Math.round(this.seen.at - this.acceptedAt) };
+    const l = this.landing;
+    if (l !== null) {
+      v.landed = { time: iso(l.at), slot: l.slot, status: l.status, err: l.err, commitment: l.commitment, slotDelta: this.slotDeltaOf(l.slot) ?? null, sinceAcceptedMs: Math.round(l.at - this.acceptedAt), sinceSeenMs: this.seen === null ? null : Math.round(l.at - this.seen.at) };
+    }
+    if (this.expiredAt !== null) v.expired = { time: iso(this.expiredAt), blockhash: this.blockhash, sinceAcceptedMs: Math.round(this.expiredAt - this.acceptedAt) };
+    return v;
+  }
+}
+
+let isoMs = -1;
+let isoText = '';
+
+/** ISO text of a wall-clock ms, the last one cached: a burst of events shares its millisecond. */
+function iso(ms: number): string {
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
+export interface TraceView {
+  signature: string;
+  state: TraceState;
+  accepted: { time: string; transport: string; slot: number | null; submissions: number };
+  forwards: Array<Omit<ForwardAttempt, 'at'> & { at: string }>;
+  seen: { time: string; slot: number; slotDelta: number | null; sinceAcceptedMs: number } | null;
+  landed: { time: string; slot: number; status: 'ok' | 'failed'; err: unknown; commitment: Commitment; slotDelta: number | null; sinceAcceptedMs: number; sinceSeenMs: number | null } | null;
+  expired: { time: string; blockhash: string; sinceAcceptedMs: number } | null;
+}
