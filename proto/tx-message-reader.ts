@@ -115,7 +115,7 @@ class FieldWalker {
 export class LookupCursor {
   private readonly top = new FieldWalker();
   private readonly inner = new FieldWalker();
-  b: Uint8Array = new Uint8Array(0);
+  b: Buffer = Buffer.alloc(0);
   tableOff = 0;
   writableOff = 0;
   writableLen = 0;
@@ -124,7 +124,7 @@ export class LookupCursor {
   /** Set when the message or a lookup does not parse, or a table key is not 32 bytes. */
   bad = false;
 
-  reset(message: Uint8Array): this {
+  reset(message: Buffer): this {
     this.b = message;
     this.top.reset(message, 0, message.length);
     this.bad = false;
@@ -168,7 +168,7 @@ export class LookupCursor {
 export class InstructionCursor {
   private readonly top = new FieldWalker();
   private readonly inner = new FieldWalker();
-  b: Uint8Array = new Uint8Array(0);
+  b: Buffer = Buffer.alloc(0);
   programIdIndex = 0;
   accountsOff = 0;
   accountsLen = 0;
@@ -176,7 +176,7 @@ export class InstructionCursor {
   dataLen = 0;
   bad = false;
 
-  reset(message: Uint8Array): this {
+  reset(message: Buffer): this {
     this.b = message;
     this.top.reset(message, 0, message.length);
     this.bad = false;
@@ -212,4 +212,95 @@ export class InstructionCursor {
     this.bad = true;
     return false;
   }
+}
+
+/** Ints per lookup in scanLookups' output: table key offset, writable offset, length, readonly offset, length. */
+export const LOOKUP_INTS = 5;
+
+/**
+ * The lookups of `message` in one tight pass (the matching hot path): for each, LOOKUP_INTS ints into `out`.
+ * Returns how many were found, -1 when the bytes do not parse, or -2 when `out` is too small (the caller grows it
+ * and asks again). Same layout and rules as LookupCursor, without its per-field method calls.
+ */
+export function scanLookups(b: Uint8Array, out: Int32Array): number {
+  const end = b.length;
+  let p = 0;
+  let k = 0;
+  while (p < end) {
+    // tag: every field number of the message is < 16, so a one-byte tag; anything longer is skipped generically.
+    let tag = b[p++]!;
+    if (tag >= 0x80) {
+      let shift = 7;
+      tag &= 0x7f;
+      for (;;) {
+        if (p >= end || shift > 28) return -1;
+        const x = b[p++]!;
+        tag |= (x & 0x7f) << shift;
+        if (x < 0x80) break;
+        shift += 7;
+      }
+    }
+    const wire = tag & 7;
+    if (wire === 0) {
+      while (p < end && b[p]! >= 0x80) p++;
+      if (p++ >= end) return -1;
+      continue;
+    }
+    if (wire === 1) {
+      p += 8;
+      continue;
+    }
+    if (wire === 5) {
+      p += 4;
+      continue;
+    }
+    if (wire !== 2) return -1;
+    let len = 0;
+    let mul = 1;
+    for (;;) {
+      if (p >= end || mul > 2 ** 28) return -1;
+      const x = b[p++]!;
+      len += (x & 0x7f) * mul;
+      if (x < 0x80) break;
+      mul *= 128;
+    }
+    const body = p;
+    p += len;
+    if (p > end) return -1;
+    if (tag >>> 3 !== FIELD_LOOKUPS) continue;
+    if ((k + 1) * LOOKUP_INTS > out.length) return -2;
+    // MessageAddressTableLookup: three bytes fields, lengths < 2^14 in any valid message.
+    let table = -1;
+    let wo = 0;
+    let wl = 0;
+    let ro = 0;
+    let rl = 0;
+    let q = body;
+    while (q < p) {
+      const t = b[q++]!;
+      if ((t & 7) !== 2 || t >= 0x80) return -1;
+      let l = b[q++]!;
+      if (l >= 0x80) l = (l & 0x7f) | (b[q++]! << 7);
+      if (q + l > p) return -1;
+      const f = t >>> 3;
+      if (f === 1 && l === 32) table = q;
+      else if (f === 2) {
+        wo = q;
+        wl = l;
+      } else if (f === 3) {
+        ro = q;
+        rl = l;
+      }
+      q += l;
+    }
+    if (table < 0) return -1;
+    const o = k * LOOKUP_INTS;
+    out[o] = table;
+    out[o + 1] = wo;
+    out[o + 2] = wl;
+    out[o + 3] = ro;
+    out[o + 4] = rl;
+    k++;
+  }
+  return p === end ? k : -1;
 }

@@ -1,4 +1,4 @@
-import { jsonRpc } from '../../infra/base/json-rpc';
+import { jsonRpc, type JsonRpcCall } from '../../infra/base/json-rpc';
 import type { LookupTablesConfig } from '../config';
 import { lookupMetrics } from './lookup-metrics';
 import { MatchKeys } from './match-keys';
@@ -17,11 +17,14 @@ export interface LookupTables {
   close(): void;
 }
 
-/** undefined when no chain node is configured (rpcUrl empty): nothing resolves. */
-export function openLookupTables(cfg: LookupTablesConfig): LookupTables | undefined {
+/**
+ * undefined when no chain node is configured (rpcUrl empty): nothing resolves. `call` replaces the JSON-RPC
+ * client of rpcUrl (the benchmark's in-memory node).
+ */
+export function openLookupTables(cfg: LookupTablesConfig, call?: JsonRpcCall): LookupTables | undefined {
   if (cfg.rpcUrl === '') return undefined;
   const cache = new TableCache({
-    call: jsonRpc(cfg.rpcUrl, cfg.fetchTimeoutMs),
+    call: call ?? jsonRpc(cfg.rpcUrl, cfg.fetchTimeoutMs),
     maxTables: cfg.maxTables,
     maxAddresses: cfg.maxAddresses,
     maxInFlight: cfg.maxInFlight,

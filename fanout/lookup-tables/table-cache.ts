@@ -4,6 +4,7 @@ import type { AltInstruction } from '../../proto/lookup-table/program';
 import { deactivated, extended, frozen } from '../../proto/lookup-table/rules';
 import { lookupMetrics } from './lookup-metrics';
 import { TableFetcher, type FetchResult } from './table-fetcher';
+import { equal32, hash32 } from '../key32';
 
 // The process's lookup tables: what the chain node said about each (fetched when a transaction first names the
 // table), changed by the table program's instructions seen in the stream (a pending view, used at once), and
@@ -22,9 +23,19 @@ export interface TableWaiter {
   tableSettled(): void;
 }
 
+const NO_WORDS = new Int32Array(0);
+
+/** The addresses as words: a view when 4-byte aligned, else over a copy. */
+function wordsOf(addresses: Buffer): Int32Array {
+  const b = addresses.byteOffset % 4 === 0 ? addresses : Buffer.from(addresses);
+  return new Int32Array(b.buffer, b.byteOffset, b.length >>> 2);
+}
+
 export class TableEntry {
   state: EntryState = 'loading';
   view: LookupTableState | null = null;
+  /** The view's addresses as 32-bit words (8 per address), for the matching path's copy. */
+  words: Int32Array = NO_WORDS;
   /** The slot of the latest stream change not yet confirmed by the node; -1n: none. */
   pendingSlot = -1n;
   /** Not before this time (ms) is an absent or failed table asked for again. */
@@ -32,7 +43,12 @@ export class TableEntry {
   /** CLOCK bit: set on use, cleared by the eviction sweep. */
   used = true;
   waiters: TableWaiter[] | null = null;
-  constructor(readonly key: Buffer) {}
+  /** The next entry whose key has the same hash32 (the byte-keyed index of the hot path). */
+  nextSameHash: TableEntry | null = null;
+  readonly hash: number;
+  constructor(readonly key: Buffer) {
+    this.hash = hash32(key, 0);
+  }
 
   get addressCount(): number {
     return this.view === null ? 0 : this.view.addresses.length / 32;
@@ -53,6 +69,9 @@ export interface TableCacheOptions {
 
 export class TableCache {
   private readonly entries = new Map<string, TableEntry>();
+  /** The same entries by hash32 of their key (chained on collision): the matching path finds a table from the
+   *  message bytes without making a string. */
+  private readonly byHash = new Map<number, TableEntry>();
   private readonly fetcher: TableFetcher;
   private readonly confirmTimer: NodeJS.Timeout;
   private readonly now: () => number;
@@ -82,7 +101,17 @@ export class TableCache {
    * within its retry time. undefined: not known, being fetched, or due to be asked again (resolve through want).
    */
   ready(id: string): TableEntry | undefined {
-    const e = this.entries.get(id);
+    return this.readyEntry(this.entries.get(id));
+  }
+
+  /** ready() for the table key at b[off, off + 32). */
+  readyAt(b: Uint8Array, off: number): TableEntry | undefined {
+    let e = this.byHash.get(hash32(b, off)) ?? null;
+    while (e !== null && !equal32(e.key, 0, b, off)) e = e.nextSameHash;
+    return this.readyEntry(e ?? undefined);
+  }
+
+  private readyEntry(e: TableEntry | undefined): TableEntry | undefined {
     if (e === undefined || e.state === 'loading') return undefined;
     if (e.state !== 'held' && e.pendingSlot < 0n && this.now() >= e.retryAt) return undefined;
     e.used = true;
@@ -104,8 +133,7 @@ export class TableCache {
       return e;
     }
     if (this.closed || !this.makeRoom(0)) return undefined;
-    e = new TableEntry(Buffer.from(key));
-    this.entries.set(id, e);
+    e = this.insert(id, key);
     this.fetcher.request(id, e.key, 'processed');
     return e;
   }
@@ -121,8 +149,7 @@ export class TableCache {
       if (authority === null) return;
       if (e === undefined) {
         if (!this.makeRoom(0)) return;
-        e = new TableEntry(Buffer.from(key));
-        this.entries.set(id, e);
+        e = this.insert(id, key);
       } else if (e.state === 'held' && e.view !== null) return; // the program refuses to create over a table
       this.setView(e, newLookupTable(Buffer.from(authority)));
       e.state = 'held';
@@ -151,7 +178,27 @@ export class TableCache {
     this.fetcher.close();
     for (const e of this.entries.values()) this.settle(e);
     this.entries.clear();
+    this.byHash.clear();
     this.addresses = 0;
+  }
+
+  private insert(id: string, key: Buffer): TableEntry {
+    const e = new TableEntry(Buffer.from(key));
+    this.entries.set(id, e);
+    e.nextSameHash = this.byHash.get(e.hash) ?? null;
+    this.byHash.set(e.hash, e);
+    return e;
+  }
+
+  private unhash(e: TableEntry): void {
+    let head = this.byHash.get(e.hash) ?? null;
+    if (head === e) {
+      if (e.nextSameHash === null) this.byHash.delete(e.hash);
+      else this.byHash.set(e.hash, e.nextSameHash);
+      return;
+    }
+    while (head !== null && head.nextSameHash !== e) head = head.nextSameHash;
+    if (head !== null) head.nextSameHash = e.nextSameHash;
   }
 
   private changed(e: TableEntry, slot: bigint, kind: string): void {
@@ -162,6 +209,7 @@ export class TableCache {
   private setView(e: TableEntry, v: LookupTableState | null): void {
     this.addresses += (v === null ? 0 : v.addresses.length / 32) - e.addressCount;
     e.view = v;
+    e.words = v === null ? NO_WORDS : wordsOf(v.addresses);
   }
 
   private confirmPending(): void {
@@ -221,6 +269,7 @@ export class TableCache {
         this.entries.set(id, e); // to the back
         continue;
       }
+      this.unhash(e);
       this.addresses -= e.addressCount;
       lookupMetrics.evictions.inc();
     }

@@ -1,5 +1,5 @@
 import type { LookupTableState } from '../../proto/lookup-table/account';
-import { indexesInRange, usableLength } from '../../proto/lookup-table/rules';
+import { indexesInRange, usableCount } from '../../proto/lookup-table/rules';
 import type { LoadedAddresses, LoadedAddressResolver, TableLookup } from '../loaded-addresses';
 import { lookupMetrics, type UnresolvedReason } from './lookup-metrics';
 import type { TableCache, TableEntry, TableWaiter } from './table-cache';
@@ -22,8 +22,8 @@ export interface ResolverOptions {
 const NONE: LoadedAddresses = Object.freeze({ writable: [], readonly: [], unresolvedTables: [] }) as LoadedAddresses;
 
 /** Key of a table in the cache: its 32 bytes as a latin1 string (a Map key; compares by content). */
-export function tableId(b: Uint8Array, off: number): string {
-  return Buffer.from(b.buffer, b.byteOffset + off, 32).toString('latin1');
+export function tableId(b: Buffer, off: number): string {
+  return b.toString('latin1', off, off + 32);
 }
 
 class Waiter implements TableWaiter {
@@ -62,7 +62,7 @@ export class TableResolver implements LoadedAddressResolver {
     if (lookups.length === 0) return done(NONE);
     let w: Waiter | undefined;
     for (const l of lookups) {
-      const e = this.cache.want(tableId(l.table, 0), l.table);
+      const e = this.cache.want(tableId(asBuffer(l.table), 0), l.table);
       if (e === undefined || e.state !== 'loading') {
         lookupMetrics.hits.inc();
         continue;
@@ -84,7 +84,7 @@ export class TableResolver implements LoadedAddressResolver {
     const views: Array<LookupTableState | null> = [];
     let unresolvedTables: Buffer[] | undefined;
     for (const l of lookups) {
-      const e = this.cache.peek(tableId(l.table, 0));
+      const e = this.cache.peek(tableId(asBuffer(l.table), 0));
       const t = usable(e, l.writableIndexes, l.readonlyIndexes, slot);
       if (typeof t === 'string') {
         lookupMetrics.unresolved(t).inc();
@@ -101,6 +101,10 @@ export class TableResolver implements LoadedAddressResolver {
   }
 }
 
+function asBuffer(b: Uint8Array): Buffer {
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length);
+}
+
 function pushAll(out: Buffer[], t: LookupTableState | null, indexes: Uint8Array): void {
   if (t === null) return;
   for (let i = 0; i < indexes.length; i++) {
@@ -111,10 +115,15 @@ function pushAll(out: Buffer[], t: LookupTableState | null, indexes: Uint8Array)
 
 /** The table when the lookup resolves against it in `slot`, else why not. */
 export function usable(e: TableEntry | undefined, writable: Uint8Array, readonly: Uint8Array, slot: bigint): LookupTableState | UnresolvedReason {
+  return usableAt(e, slot, writable, 0, writable.length, readonly, 0, readonly.length);
+}
+
+/** usable() over index bytes given by offset and length (no views made on the hot path). */
+export function usableAt(e: TableEntry | undefined, slot: bigint, wb: Uint8Array, wo: number, wl: number, rb: Uint8Array, ro: number, rl: number): LookupTableState | UnresolvedReason {
   if (e === undefined || e.state === 'loading' || e.state === 'failed') return 'unknown';
   if (e.state === 'absent' || e.view === null) return 'absent';
-  const u = usableLength(e.view, slot);
-  if (!u.ok) return 'deactivated';
-  if (!indexesInRange(writable, u.length) || !indexesInRange(readonly, u.length)) return 'index';
+  const n = usableCount(e.view, slot);
+  if (n < 0) return 'deactivated';
+  if (!indexesInRange(wb, n, wo, wl) || !indexesInRange(rb, n, ro, rl)) return 'index';
   return e.view;
 }

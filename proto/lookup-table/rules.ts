@@ -8,6 +8,8 @@ import type { LookupTableState } from './account';
 
 export type Usable = { ok: true; length: number } | { ok: false; reason: 'deactivated' };
 
+const COOL_DOWN = BigInt(SLOT_HASHES_MAX_ENTRIES);
+
 /**
  * How many of the table's addresses a transaction in `slot` may use.
  *   - status: active while deactivation_slot is Slot::MAX; "deactivating" (still usable) while the deactivation
@@ -20,14 +22,21 @@ export type Usable = { ok: true; length: number } | { ok: false; reason: 'deacti
  *     first last_extended_slot_start_index addresses count.
  */
 export function usableLength(t: LookupTableState, slot: bigint): Usable {
-  if (t.deactivationSlot !== SLOT_MAX && slot > t.deactivationSlot + BigInt(SLOT_HASHES_MAX_ENTRIES)) return { ok: false, reason: 'deactivated' };
-  const n = t.addresses.length / 32;
-  return { ok: true, length: slot > t.lastExtendedSlot ? n : Math.min(n, t.lastExtendedSlotStartIndex) };
+  const n = usableCount(t, slot);
+  return n < 0 ? { ok: false, reason: 'deactivated' } : { ok: true, length: n };
 }
 
-/** lookup_iter: every index must be below the usable length, else the whole lookup fails (InvalidLookupIndex). */
-export function indexesInRange(indexes: Uint8Array, length: number): boolean {
-  for (let i = 0; i < indexes.length; i++) if (indexes[i]! >= length) return false;
+/** usableLength without an object (the matching hot path): -1 when deactivated. */
+export function usableCount(t: LookupTableState, slot: bigint): number {
+  if (t.deactivationSlot !== SLOT_MAX && slot > t.deactivationSlot + COOL_DOWN) return -1;
+  const n = t.addresses.length >>> 5;
+  return slot > t.lastExtendedSlot ? n : Math.min(n, t.lastExtendedSlotStartIndex);
+}
+
+/** lookup_iter: every index must be below the usable length, else the whole lookup fails (InvalidLookupIndex).
+ *  The indexes are bytes [off, off + len) of `b` (all of `b` by default). */
+export function indexesInRange(b: Uint8Array, length: number, off = 0, len = b.length - off): boolean {
+  for (let i = off; i < off + len; i++) if (b[i]! >= length) return false;
   return true;
 }
 
