@@ -4,7 +4,7 @@ import { AddressLookupTableAccount, AddressLookupTableProgram, Keypair, PublicKe
 import { decodeLookupTable, encodeLookupTable, newLookupTable, type LookupTableState } from '../../proto/lookup-table/account';
 import { ALT_PROGRAM_ID, decodeAltInstruction, encodeAltInstruction, SLOT_MAX } from '../../proto/lookup-table/program';
 import { deactivated, extended, frozen, indexesInRange, usableLength } from '../../proto/lookup-table/rules';
-import { InstructionCursor, LookupCursor } from '../../proto/tx-message-reader';
+import { InstructionCursor, LOOKUP_INTS, LookupCursor, scanLookups } from '../../proto/tx-message-reader';
 import { encodeTransaction } from '../../proto/wire';
 import type { TxFields } from '../../proto/tx-fields';
 import { findProgramAddress, isOnCurve } from '../../infra/base/program-address';
@@ -185,5 +185,18 @@ describe('reading lookups and instructions from the v1 message bytes', () => {
     const cut = new LookupCursor().reset(msg.subarray(0, msg.length - 5));
     while (cut.next());
     assert.equal(cut.bad, true);
+
+    // The hot path's one-pass scan finds the same offsets, asks for room when its output is short, and refuses
+    // what does not parse.
+    const out = new Int32Array(LOOKUP_INTS * 3);
+    assert.equal(scanLookups(msg, out), 3);
+    const again = new LookupCursor().reset(msg);
+    for (let i = 0; i < 3; i++) {
+      assert.ok(again.next());
+      assert.deepEqual([...out.subarray(i * LOOKUP_INTS, (i + 1) * LOOKUP_INTS)], [again.tableOff, again.writableOff, again.writableLen, again.readonlyOff, again.readonlyLen]);
+    }
+    assert.equal(scanLookups(msg, new Int32Array(LOOKUP_INTS * 2)), -2);
+    assert.equal(scanLookups(msg.subarray(0, msg.length - 5), out), -1);
+    assert.equal(scanLookups(encodeTransaction({ ...tx, addressTableLookups: [], versioned: false }), out), 0);
   });
 });
