@@ -138,7 +138,7 @@ export class LookupCursor {
       const it = this.inner;
       it.reset(this.b, this.top.off, this.top.off + this.top.len);
       let table = -1;
-      this.writableLen = this.readonlyLen = 0;
+      this.writableOff = this.writableLen = this.readonlyOff = this.readonlyLen = 0;
       while (it.next()) {
         if (it.wire !== WT_LEN) continue;
         if (it.field === 1 && it.len === 32) table = it.off;
