@@ -59,6 +59,7 @@ export class MatchKeys {
       const t = usableAt(held[i], slot, message, wo, wl, message, ro, rl);
       if (typeof t === 'string') {
         lookupMetrics.unresolved(t).inc();
+        if (t === 'index') this.cache.refresh(held[i]!);
         partial = true;
         continue;
       }

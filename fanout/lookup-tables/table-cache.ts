@@ -139,6 +139,18 @@ export class TableCache {
   }
 
   /**
+   * A held table that a transaction indexes past: it may have been extended where the stream cannot see it (by
+   * another program, through CPI), so it is read again, at most once per retryMs; the view stays until the answer.
+   */
+  refresh(e: TableEntry): void {
+    if (this.closed || e.state !== 'held' || e.pendingSlot >= 0n) return;
+    const now = this.now();
+    if (now < e.retryAt) return;
+    e.retryAt = now + this.o.retryMs;
+    this.fetcher.request(e.key.toString('latin1'), e.key, 'processed');
+  }
+
+  /**
    * A table-program instruction seen in the stream at `slot`, applied to the pending view (the transaction may
    * still fail on chain: the node's confirmed answer replaces the view). `authority` is the create instruction's.
    */

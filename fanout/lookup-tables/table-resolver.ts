@@ -88,6 +88,7 @@ export class TableResolver implements LoadedAddressResolver {
       const t = usable(e, l.writableIndexes, l.readonlyIndexes, slot);
       if (typeof t === 'string') {
         lookupMetrics.unresolved(t).inc();
+        if (t === 'index' && e !== undefined) this.cache.refresh(e);
         (unresolvedTables ??= []).push(l.table);
         views.push(null);
       } else views.push(t);
