@@ -64,6 +64,49 @@ export interface FanoutConfig {
    * maxStreamsPerIp on each worker its connections land on) and the filter key totals.
    */
   workers: number;
+  lookupTables: LookupTablesConfig;
+}
+
+/** The address-lookup-table cache (fanout/lookup-tables/): one per process, shared by every stream. */
+export interface LookupTablesConfig {
+  /**
+   * The chain node's JSON-RPC the tables are fetched from (getMultipleAccounts). Empty: no cache, nothing
+   * resolves. The launcher fills in the local chain's when it runs one and this is empty.
+   */
+  rpcUrl: string;
+  /** v1 filters also match the addresses a transaction loads through its tables (the response is unchanged). */
+  matchV1: boolean;
+  /** The most a transaction waits for an unknown table's fetch before it is matched on what is known (ms). */
+  waitMs: number;
+  /** Transactions waiting at once; beyond, a transaction with an unknown table is matched at once. */
+  maxWaiting: number;
+  /** Tables held, and addresses over all of them (32 bytes each); past either, CLOCK eviction. */
+  maxTables: number;
+  maxAddresses: number;
+  /** getMultipleAccounts calls out at once (each ≤ 100 tables). */
+  maxInFlight: number;
+  /** A table the node did not have, or whose fetch failed, is not asked for again before this (ms). */
+  retryMs: number;
+  /** Tables changed by instructions seen in the stream are read again at `confirmed` this often (ms). */
+  confirmMs: number;
+  /** Timeout of one fetch (ms). */
+  fetchTimeoutMs: number;
+}
+
+function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
+  const o = section(raw, p);
+  return {
+    rpcUrl: str(o, 'rpcUrl', p, ''),
+    matchV1: bool(o, 'matchV1', p, false),
+    waitMs: int(o, 'waitMs', p, 50, 0, 10_000),
+    maxWaiting: int(o, 'maxWaiting', p, 10_000, 0),
+    maxTables: int(o, 'maxTables', p, 50_000, 1),
+    maxAddresses: int(o, 'maxAddresses', p, 1_000_000, 256),
+    maxInFlight: int(o, 'maxInFlight', p, 4, 1, 64),
+    retryMs: int(o, 'retryMs', p, 1_000, 0),
+    confirmMs: int(o, 'confirmMs', p, 400, 10),
+    fetchTimeoutMs: int(o, 'fetchTimeoutMs', p, 2_000, 10),
+  };
 }
 
 /** fanout.workers: a count, or "auto" / 0 for one per core. */
@@ -111,6 +154,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
     },
     workers: workerCount(o, p),
+    lookupTables: parseLookupTables(o.lookupTables, `${p}.lookupTables`),
   };
   if (cfg.maxFilters > MAX_FILTERS_PER_SET) throw new ConfigError(`${p}.maxFilters: at most ${MAX_FILTERS_PER_SET} (matches travel as a 32-bit mask)`);
   return cfg;

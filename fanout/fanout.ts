@@ -15,12 +15,21 @@ import { QueueBudget } from './queue-budget';
 import { Session, type EndReason, type SessionOptions, type SessionPort } from './session';
 import { StreamLimits, type StreamOrigin } from './stream-limits';
 import { KeyRate } from './update-rate';
+import type { TxRecord } from '../bus/topics/stream-transactions';
+import type { LookupTables } from './lookup-tables/lookup-tables';
+import { readLookups } from './lookup-tables/read-lookups';
+import type { Match } from './filter-index';
 
 // The hub between the bus and the sessions: every stream.transactions record is de-duplicated by signature,
 // decoded as views, matched once through the filter index, encoded once per distinct `filters` list and queued
 // to each matching session. The transaction's protobuf bytes come from ingest and are never re-encoded: a
 // response is created_at + filters + those bytes (ResponseEncoder). Slots go to every session with
 // new_seen_slots on; heartbeats to every session.
+//
+// With a lookup-table cache (fanout.lookupTables.rpcUrl), every transaction's table-program instructions update
+// it; with fanout.lookupTables.matchV1 the filters also see what a transaction loads through its tables: one whose
+// tables are held is matched at once, one naming an unknown table waits for it at most waitMs (it is then
+// delivered after transactions that came later), and neither changes the response bytes.
 
 /** Builds response bytes. The transaction message is copied in as is. */
 export interface ResponseEncoder {
@@ -92,6 +101,8 @@ export class Fanout {
   private readonly dropSource: () => void;
   private readonly limits: SessionOptions['limits'];
   private readonly topics: FanoutConfig['topics'];
+  /** Set only when v1 filters match loaded addresses (fanout.lookupTables.matchV1 with a cache). */
+  private readonly matchLoaded: LookupTables | undefined;
   private nextId = 1;
   private closed = false;
   private usage: StreamUsage | undefined;
@@ -103,7 +114,10 @@ export class Fanout {
     private readonly enc: ResponseEncoder,
     private readonly log: Log,
     private readonly now: () => number = Date.now,
+    /** The process's lookup-table cache, when one is configured (fed from the stream here; closed by its owner). */
+    private readonly lookupTables?: LookupTables,
   ) {
+    this.matchLoaded = cfg.lookupTables.matchV1 ? lookupTables : undefined;
     this.txSeen = new RecentKeys(cfg.dedupeWindow);
     this.topics = cfg.topics;
     this.limits = {
@@ -227,10 +241,31 @@ export class Fanout {
     if (!d.ok) return this.bad(d.reason);
     this.counts.transactions++;
     fanoutMetrics.transactions.inc();
-    const matches = this.index.match(d.record.accountKeys);
+    const r = d.record;
+    this.lookupTables?.observer.observe(r.accountKeys, r.message, r.slot);
+    let keys = r.accountKeys;
+    if (this.matchLoaded !== undefined) {
+      const k = this.matchLoaded.keys.forRecord(keys, r.message, r.slot);
+      if (k === null) return this.matchWhenResolved(this.matchLoaded, r);
+      keys = k;
+    }
+    this.deliver(this.index.match(keys), r);
+  }
+
+  /** A transaction naming a table not held yet: matched once the resolver answers (at most waitMs later). */
+  private matchWhenResolved(lt: LookupTables, r: TxRecord): void {
+    const lookups = readLookups(r.message);
+    if (lookups === null) return this.deliver(this.index.match(r.accountKeys), r);
+    lt.resolver.resolve(lookups, r.slot, (loaded) => {
+      if (this.closed) return;
+      this.deliver(this.index.match(lt.keys.withLoaded(r.accountKeys, loaded)), r);
+    });
+  }
+
+  private deliver(matches: Match<Session>[], r: TxRecord): void {
     if (matches.length === 0) return;
     const createdAt = this.now();
-    const { message, observedAtMs } = d.record;
+    const { message, observedAtMs } = r;
     // Usually one encoding: most clients name filters alike. The first is kept aside (no Map per transaction).
     let firstKey: string | undefined;
     let first: Buffer | undefined;

@@ -6,6 +6,7 @@ import { STREAM_SERVICE_NAMES, subscribePath } from '../proto/service';
 import type { FanoutConfig } from './config';
 import { framedEncoder, wireEncoder } from './encoder';
 import { Fanout, type FanoutStats, type ResponseEncoder } from './fanout';
+import { openLookupTables } from './lookup-tables/lookup-tables';
 import { startGrpcJsTransport } from './grpc-js-transport';
 import { startH2Transport } from './h2-transport';
 import { recheckCallers, serveSubscribe, type OpenCalls, type SubscribeCall } from './subscribe-call';
@@ -46,7 +47,11 @@ function hostForUrl(host: string): string {
 
 export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRegistry, log: Log, opts: FanoutOptions = {}): Promise<FanoutHandle> {
   // Responses carry their gRPC prefix from the encoder on (framedEncoder): one shared buffer per response.
-  const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log);
+  if (cfg.lookupTables.matchV1 && cfg.lookupTables.rpcUrl === '') {
+    throw new Error('fanout.lookupTables.matchV1 needs a chain node to fetch tables from: set fanout.lookupTables.rpcUrl (or run the local chain)');
+  }
+  const tables = openLookupTables(cfg.lookupTables);
+  const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log, Date.now, tables);
   if (opts.usage !== undefined) hub.meterUsage(opts.usage, opts.usagePeriodMs ?? 60_000);
   // Kept for re-checking open streams when rentals change.
   const calls: OpenCalls = new Map();
@@ -64,6 +69,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     await consumer.ready;
   } catch (e) {
     hub.close();
+    tables?.close();
     await server.close(0);
     throw e;
   }
@@ -74,6 +80,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   const address = `${hostForUrl(cfg.host)}:${port}`;
   // Port only: addresses are endpoints, and the launcher publishes them where they belong.
   log.info({ port, auth: cfg.auth.mode, heartbeatMs: cfg.heartbeatMs, transport: cfg.transport }, 'fanout listening');
+  // The node's URL may carry a key: only whether there is one is logged.
+  if (tables !== undefined) log.info({ matchV1: cfg.lookupTables.matchV1, waitMs: cfg.lookupTables.waitMs, maxAddresses: cfg.lookupTables.maxAddresses }, 'lookup-table cache on');
 
   let closing: Promise<void> | undefined;
   return {
@@ -84,6 +92,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
         unwatch?.();
         await consumer.close();
         hub.close();
+        tables?.close();
         await server.close(opts.shutdownGraceMs ?? 2000);
         log.info('fanout stopped');
       })()),

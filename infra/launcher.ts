@@ -335,7 +335,9 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
     if (chainFeedsIngest) log.info({ shredVersion: local.chain.shredVersion }, 'ingest takes its leader schedule from the local chain (leader-signature check on)');
     const ingest = await run('ingest', undefined, () => startIngestComponent(chainFeedsIngest ? ingestFedBy(local.chain, cfg.ingest) : cfg.ingest, floor));
     if (chainFeedsIngest && ingest !== undefined) local.chain.shredTo(ingest.address);
-    const fanout = await run('fanout', 'fanout.listen', () => startFanoutComponent(cfg.fanout, floor, usage, { config: cfg }));
+    // Lookup tables are fetched from the local chain when it runs and no other node is named.
+    const fanoutCfg = local !== undefined && cfg.fanout.lookupTables.rpcUrl === '' ? { ...cfg.fanout, lookupTables: { ...cfg.fanout.lookupTables, rpcUrl: local.chain.httpUrl } } : cfg.fanout;
+    const fanout = await run('fanout', 'fanout.listen', () => startFanoutComponent(fanoutCfg, floor, usage, { config: { ...cfg, fanout: fanoutCfg } }));
     if (fanout?.health !== undefined) checks.push(fanout.health);
     // The local rental's key: the demo credentials show it, and the submission service carries local traffic with it.
     const localApiKey = floor.rentals.byIp('127.0.0.1')?.apiKeys[0];

@@ -18,6 +18,7 @@ const BENCHES: BenchModule[] = [
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
+  { file: './fanout-lookup', title: 'fanout matching with lookup tables resolved', entry: 'benchFanoutLookup' },
   { file: './fanout-raw', title: 'fanout per delivered message (raw HTTP/2 load client)', entry: 'benchFanoutRaw' },
   { file: './billing', title: 'billing', entry: 'benchBilling' },
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },

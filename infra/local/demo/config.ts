@@ -11,6 +11,11 @@ export interface DemoConfig {
   fundLamports: number;
   /** Sends waiting for the chain's answer; a tick beyond it is skipped and counted (a slow chain is not queued for). */
   maxInFlight: number;
+  /**
+   * Make an address lookup table holding the demo accounts, and send every other transfer as a v0 transaction
+   * whose recipient is named only through it (what the fanout's table resolution exercises).
+   */
+  lookupTable: boolean;
 }
 
 export function parseDemoConfig(raw: unknown): DemoConfig {
@@ -22,5 +27,6 @@ export function parseDemoConfig(raw: unknown): DemoConfig {
     // 1,000 SOL each: with the submission service's 0.001 SOL tip per transfer that lasts days at the default rate.
     fundLamports: int(o, 'fundLamports', 'demo', 1_000_000_000_000, 1_000_000),
     maxInFlight: int(o, 'maxInFlight', 'demo', 64, 1, 10_000),
+    lookupTable: bool(o, 'lookupTable', 'demo', true),
   };
 }

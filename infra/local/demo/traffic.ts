@@ -5,6 +5,8 @@ import type { Log } from '../../base/log';
 import { metrics } from '../../base/metrics';
 import type { DemoConfig } from './config';
 import { signedTransfer, type Tip } from './transfers';
+import { createAndExtendTx, tableTransferTx } from './lookup-table';
+import { decodeLookupTable } from '../../../proto/lookup-table/account';
 
 // Demo traffic for the one-command local run: real signed System transfers that execute on the local chain.
 // The chain puts them in its blocks and shreds those into ingest, so what a subscriber sees is the production
@@ -30,6 +32,8 @@ export interface DemoDeps {
 export interface DemoTraffic {
   /** Base58 public keys of the demo senders: subscribe to one of them to see its transfers. */
   accounts: string[];
+  /** Base58 key of the lookup table holding the demo accounts (demo.lookupTable), else undefined. */
+  lookupTable: string | undefined;
   /** Transfers the chain accepted so far. */
   sent(): number;
   close(): Promise<void>;
@@ -57,6 +61,30 @@ async function balanceOf(call: JsonRpcCall, account: Buffer): Promise<number> {
 }
 
 /** 1st, 10th, 100th… occurrence: enough to see a problem, never a flood. */
+/**
+ * Makes the demo table (create + extend in one transaction) and waits until its addresses are usable: the chain
+ * holds them and a slot after the extension has begun (addresses appended in a slot are usable from the next).
+ */
+async function makeTable(deps: DemoDeps, payer: Keypair, accounts: Keypair[]): Promise<Buffer> {
+  const recentSlot = await deps.call<number>('getSlot', [{ commitment: 'finalized' }]);
+  const { tx, table } = createAndExtendTx(payer, BigInt(recentSlot), accounts.map((a) => a.publicKey), await latestBlockhash(deps.call), deps.tip);
+  await deps.send(tx);
+  const deadline = Date.now() + FUNDING_TIMEOUT_MS;
+  for (;;) {
+    const r = await deps.call<{ value?: { data?: unknown } | null }>('getAccountInfo', [bs58.encode(table), { encoding: 'base64', commitment: 'confirmed' }]);
+    const data = r?.value?.data;
+    if (Array.isArray(data) && typeof data[0] === 'string') {
+      const d = decodeLookupTable(Buffer.from(data[0], 'base64'));
+      if (d.ok && d.table.addresses.length === accounts.length * 32) {
+        const slot = await deps.call<number>('getSlot', [{ commitment: 'processed' }]);
+        if (BigInt(slot) > d.table.lastExtendedSlot) return table;
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`demo traffic: the lookup table was not usable within ${FUNDING_TIMEOUT_MS / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 const worthLogging = (n: number): boolean => Number.isInteger(Math.log10(n));
 
 async function fund(cfg: DemoConfig, deps: DemoDeps, payer: Keypair, accounts: Keypair[]): Promise<void> {
@@ -76,6 +104,7 @@ export async function startDemoTraffic(cfg: DemoConfig, deps: DemoDeps, log: Log
   const payer = keypairFromSeed(Buffer.from(deps.payerSecretKey.subarray(0, 32)));
   const senders = Array.from({ length: cfg.accounts }, () => randomKeypair());
   await fund(cfg, deps, payer, senders);
+  const table = cfg.lookupTable ? await makeTable(deps, payer, senders) : undefined;
 
   let blockhash = await latestBlockhash(deps.call);
   let refreshing = false;
@@ -102,7 +131,9 @@ export async function startDemoTraffic(cfg: DemoConfig, deps: DemoDeps, log: Log
     const from = senders[next]!;
     next = (next + 1) % senders.length;
     const to = senders[next]!;
-    const tx = signedTransfer(from, to.publicKey, amount++, blockhash, deps.tip);
+    // Every other transfer names its recipient only through the table (index = the recipient's place in it).
+    const viaTable = table !== undefined && amount % 2n === 0n;
+    const tx = viaTable ? tableTransferTx(from, table, next, amount++, blockhash, deps.tip) : signedTransfer(from, to.publicKey, amount++, blockhash, deps.tip);
     inFlight++;
     deps.send(tx).then(
       () => {
@@ -118,10 +149,12 @@ export async function startDemoTraffic(cfg: DemoConfig, deps: DemoDeps, log: Log
   };
   const timer = setInterval(tick, 1000 / cfg.txPerSec);
   const accounts = senders.map((s) => bs58.encode(s.publicKey));
-  log.info({ accounts, txPerSec: cfg.txPerSec }, 'demo traffic: sending signed transfers to the local chain');
+  const lookupTable = table === undefined ? undefined : bs58.encode(table);
+  log.info({ accounts, txPerSec: cfg.txPerSec, lookupTable }, 'demo traffic: sending signed transfers to the local chain');
 
   return {
     accounts,
+    lookupTable,
     sent: () => sent,
     close: async () => {
       clearInterval(timer);

@@ -1,0 +1,130 @@
+import type { LookupTableState } from '../../proto/lookup-table/account';
+import { indexesInRange, usableCount } from '../../proto/lookup-table/rules';
+import type { LoadedAddresses, LoadedAddressResolver, TableLookup } from '../loaded-addresses';
+import { lookupMetrics, type UnresolvedReason } from './lookup-metrics';
+import type { TableCache, TableEntry, TableWaiter } from './table-cache';
+
+// Resolution over the table cache, by the chain's rules (proto/lookup-table/rules.ts): a lookup resolves when its
+// table is held, usable in the transaction's slot (not deactivated past its cool-down), and every index is below
+// the usable length; then its addresses are loaded, writable indexes of every lookup first, then readonly ones.
+// A lookup that does not resolve loads nothing (the chain fails the whole lookup, not single indexes) and its
+// table is reported unresolved.
+//
+// The bound: when every table named is known (held, or known absent / failed recently) `done` runs at once;
+// otherwise the unknown ones are fetched and `done` runs when they are answered or after waitMs, whichever is
+// first, with what is known then. At most maxWaiting transactions wait at once; beyond, they resolve at once.
+
+export interface ResolverOptions {
+  waitMs: number;
+  maxWaiting: number;
+}
+
+const NONE: LoadedAddresses = Object.freeze({ writable: [], readonly: [], unresolvedTables: [] }) as LoadedAddresses;
+
+/** Key of a table in the cache: its 32 bytes as a latin1 string (a Map key; compares by content). */
+export function tableId(b: Buffer, off: number): string {
+  return b.toString('latin1', off, off + 32);
+}
+
+class Waiter implements TableWaiter {
+  pending = 0;
+  timer: NodeJS.Timeout | undefined;
+  private done = false;
+  constructor(
+    private readonly r: TableResolver,
+    readonly lookups: readonly TableLookup[],
+    readonly slot: bigint,
+    private readonly cb: (loaded: LoadedAddresses) => void,
+  ) {}
+
+  tableSettled(): void {
+    if (--this.pending === 0) this.finish();
+  }
+
+  finish(): void {
+    if (this.done) return;
+    this.done = true;
+    clearTimeout(this.timer);
+    this.r.waiting--;
+    this.cb(this.r.build(this.lookups, this.slot));
+  }
+}
+
+export class TableResolver implements LoadedAddressResolver {
+  waiting = 0;
+
+  constructor(
+    readonly cache: TableCache,
+    private readonly o: ResolverOptions,
+  ) {}
+
+  resolve(lookups: readonly TableLookup[], slot: bigint, done: (loaded: LoadedAddresses) => void): void {
+    if (lookups.length === 0) return done(NONE);
+    let w: Waiter | undefined;
+    for (const l of lookups) {
+      const e = this.cache.want(tableId(asBuffer(l.table), 0), l.table);
+      if (e === undefined || e.state !== 'loading') {
+        lookupMetrics.hits.inc();
+        continue;
+      }
+      lookupMetrics.misses.inc();
+      if (this.waiting >= this.o.maxWaiting) continue; // resolves now, the table unresolved
+      w ??= new Waiter(this, lookups, slot, done);
+      w.pending++;
+      (e.waiters ??= []).push(w);
+    }
+    if (w === undefined) return done(this.build(lookups, slot));
+    this.waiting++;
+    lookupMetrics.waitedTransactions.inc();
+    w.timer = setTimeout(() => w.finish(), this.o.waitMs);
+  }
+
+  /** What the lookups load with the tables as held now (no fetch, no wait). */
+  build(lookups: readonly TableLookup[], slot: bigint): LoadedAddresses {
+    const views: Array<LookupTableState | null> = [];
+    let unresolvedTables: Buffer[] | undefined;
+    for (const l of lookups) {
+      const e = this.cache.peek(tableId(asBuffer(l.table), 0));
+      const t = usable(e, l.writableIndexes, l.readonlyIndexes, slot);
+      if (typeof t === 'string') {
+        lookupMetrics.unresolved(t).inc();
+        if (t === 'index' && e !== undefined) this.cache.refresh(e);
+        (unresolvedTables ??= []).push(l.table);
+        views.push(null);
+      } else views.push(t);
+    }
+    const writable: Buffer[] = [];
+    const readonly: Buffer[] = [];
+    lookups.forEach((l, i) => pushAll(writable, views[i]!, l.writableIndexes));
+    lookups.forEach((l, i) => pushAll(readonly, views[i]!, l.readonlyIndexes));
+    if (unresolvedTables !== undefined) lookupMetrics.partialTransactions.inc();
+    return { writable, readonly, unresolvedTables: unresolvedTables ?? [] };
+  }
+}
+
+function asBuffer(b: Uint8Array): Buffer {
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length);
+}
+
+function pushAll(out: Buffer[], t: LookupTableState | null, indexes: Uint8Array): void {
+  if (t === null) return;
+  for (let i = 0; i < indexes.length; i++) {
+    const o = indexes[i]! * 32;
+    out.push(t.addresses.subarray(o, o + 32));
+  }
+}
+
+/** The table when the lookup resolves against it in `slot`, else why not. */
+export function usable(e: TableEntry | undefined, writable: Uint8Array, readonly: Uint8Array, slot: bigint): LookupTableState | UnresolvedReason {
+  return usableAt(e, slot, writable, 0, writable.length, readonly, 0, readonly.length);
+}
+
+/** usable() over index bytes given by offset and length (no views made on the hot path). */
+export function usableAt(e: TableEntry | undefined, slot: bigint, wb: Uint8Array, wo: number, wl: number, rb: Uint8Array, ro: number, rl: number): LookupTableState | UnresolvedReason {
+  if (e === undefined || e.state === 'loading' || e.state === 'failed') return 'unknown';
+  if (e.state === 'absent' || e.view === null) return 'absent';
+  const n = usableCount(e.view, slot);
+  if (n < 0) return 'deactivated';
+  if (!indexesInRange(wb, n, wo, wl) || !indexesInRange(rb, n, ro, rl)) return 'index';
+  return e.view;
+}

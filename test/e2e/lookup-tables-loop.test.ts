@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import bs58 from 'bs58';
+import { randomKeypair } from '../../infra/base/keypair';
+import { parseConfig } from '../../infra/config';
+import { launch, type Running } from '../../infra/launcher';
+import { jsonRpc } from '../../infra/base/json-rpc';
+import { quietLog } from '../support/log-capture';
+import { StreamClient } from '../support/stream-client';
+import { waitFor } from '../support/wait';
+
+// The whole loop with lookup tables: the demo traffic makes a real table on the local chain and sends v0
+// transfers naming their recipient only through it; they are shredded to ingest, published, and a v1 subscriber
+// filtering on a demo account receives the ones that reach it only through the table (fanout.lookupTables.matchV1,
+// the table cache fed by the stream and the local chain's JSON-RPC, wired by the launcher).
+
+const randomTip = (): string => bs58.encode(randomKeypair().publicKey);
+
+for (const carrier of ['chain', 'submit'] as const) describe(`one machine (demo sent via the ${carrier}): demo v0 traffic through a lookup table → chain → shreds → ingest → bus → fanout (matchV1) → subscriber`, function () {
+  this.timeout(240_000);
+  let running: Running | undefined;
+  const clients: StreamClient[] = [];
+  after(async () => {
+    for (const c of clients) await c.close();
+    await running?.stop();
+  });
+
+  it('delivers a transfer whose recipient is named only through the demo table, as the chain loads it', async () => {
+    const { log, lines } = quietLog();
+    // Through the submission service the demo pays its tip (a static key, as the service requires) in every v0 transfer.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lut-loop-'));
+    const rentalsFile = path.join(dir, 'rentals.json');
+    fs.writeFileSync(rentalsFile, JSON.stringify([{ id: 'local', ips: ['127.0.0.1'], apiKeys: ['0b6f3d1e-2a4c-4e5f-8a9b-0c1d2e3f4a5b'], tps: 1000 }]));
+    const submit = carrier === 'submit'
+      ? { rentals: { file: rentalsFile }, gateways: { submit: { enabled: true, listen: '127.0.0.1:0', udp: { listen: '127.0.0.1:0' }, quic: { enabled: false }, tips: { accounts: [randomTip()], minLamports: 1_000_000 } } } }
+      : {};
+    const cfg = parseConfig({
+      ...submit,
+      bus: { kind: 'embedded' },
+      metrics: { enabled: false },
+      admin: { enabled: false },
+      localchain: { enabled: true, listen: '127.0.0.1:0' },
+      ingest: { listen: '127.0.0.1:0' },
+      fanout: { listen: '127.0.0.1:0', lookupTables: { matchV1: true } },
+      demo: { enabled: true, txPerSec: 20, accounts: 2, lookupTable: true },
+    });
+    running = await launch(cfg, log);
+    const e = running.endpoints;
+    assert.ok(lines.some((l) => l.includes('lookup-table cache on')), 'the launcher gave the fanout the local chain');
+    const watched = e.demo!.accounts![0]!;
+    const sub = StreamClient.open(e.stream!);
+    clients.push(sub);
+    sub.send({ transactions: { demo: { accountInclude: [watched] } }, pingId: 1 });
+    await sub.waitFor((r) => r.pingId === 1, 10_000);
+
+    const viaTable = await sub.waitFor((r) => r.transaction !== undefined && !r.transaction.accountKeys.includes(watched) && r.transaction.addressTableLookups.length === 1, 120_000);
+    const tx = viaTable.transaction!;
+    assert.deepEqual(viaTable.filters, ['demo']);
+    assert.equal(tx.versioned, true);
+    const call = jsonRpc(e.chain!.http);
+    type Got = { meta: { loadedAddresses: { writable: string[]; readonly: string[] } } } | null;
+    const fetchTx = (): Promise<Got> => call<Got>('getTransaction', [tx.signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 }]);
+    await waitFor(async () => (await fetchTx()) !== null, 30_000, 'the chain to report it');
+    const got = (await fetchTx())!;
+    assert.deepEqual(got.meta.loadedAddresses.writable, [watched], 'the chain loads the watched account through the table');
+  });
+});
