@@ -50,11 +50,6 @@ export interface FanoutConfig {
    * socket write per connection), or `grpc-js` (kept as the reference the benchmark compares against).
    */
   transport: 'h2' | 'grpc-js';
-  /**
-   * With transport grpc-js: write responses straight to the HTTP/2 stream, several per DATA frame (true), or
-   * through grpc-js's per-message write path (false: it stalls under non-reading peers).
-   */
-  directWrites: boolean;
   /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
   topics: { transactions: string; slots: string };
   /**
@@ -148,7 +143,10 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     },
     endGraceMs: int(o, 'endGraceMs', p, 15_000, 0),
     transport: oneOf(o, 'transport', p, ['h2', 'grpc-js'] as const, 'h2'),
-    directWrites: bool(o, 'directWrites', p, true),
+    // fanout.directWrites: only `true` is left. grpc-js's own per-message write path (false) stalled under
+    // non-reading peers, cost more per message than direct writes (README, measured figures) and no test ran it;
+    // it was removed rather than kept as a third, untested response path.
+    ...(bool(o, 'directWrites', p, true) ? {} : directWritesGone(p)),
     topics: {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
@@ -168,4 +166,8 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
 export function resolveWorkers(cfg: Pick<FanoutConfig, 'workers'>, busKind: 'embedded' | 'kafka'): number {
   if (busKind === 'embedded') return 1;
   return cfg.workers === 0 ? Math.max(1, os.availableParallelism()) : cfg.workers;
+}
+
+function directWritesGone(p: string): never {
+  throw new ConfigError(`${p}.directWrites: false is no longer supported: grpc-js's own write path was removed (with fanout.transport grpc-js, responses are always written straight to the HTTP/2 stream); remove the key`);
 }

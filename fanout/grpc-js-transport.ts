@@ -4,7 +4,6 @@ import { tokenOf } from './auth';
 import { closeConnectionAfterStatus } from './call-connection';
 import { resetCall } from './call-reset';
 import type { FanoutConfig } from './config';
-import { GRPC_PREFIX_SZ } from './encoder';
 import type { StreamError } from './errors';
 import { FramedSink, http2StreamOf, setNoDelay } from './grpc-stream';
 import type { SubscribeUpdate } from './request';
@@ -13,15 +12,17 @@ import type { Sink } from './subscriber-queue';
 import type { SubscribeCall } from './subscribe-call';
 
 // The stream endpoint on grpc-js (fanout.transport = grpc-js): the reference the own HTTP/2 server is measured
-// against, and a fallback. Responses go straight to the HTTP/2 stream when fanout.directWrites (grpc-stream.ts
-// says why), else through grpc-js's own write path.
+// against, and a fallback. Responses go straight to the HTTP/2 stream (grpc-stream.ts says why): grpc-js's own
+// write path, once selectable (fanout.directWrites = false), was removed as a third response path that stalled
+// under non-reading peers and that no test ran. Should a grpc-js upgrade hide the stream (http2StreamOf gives
+// null), each call ends with INTERNAL and says so: the transport tests fail at once instead of a silent slow path.
 
 type Call = grpc.ServerDuplexStream<SubscribeUpdate, Buffer>;
 
 class GrpcJsSubscribeCall implements SubscribeCall {
   readonly peer: string;
   readonly token: string | undefined;
-  private readonly framedSink: Sink;
+  private readonly framedSink: Sink | null;
 
   constructor(
     private readonly call: Call,
@@ -29,12 +30,9 @@ class GrpcJsSubscribeCall implements SubscribeCall {
   ) {
     this.peer = call.getPeer();
     this.token = tokenOf(call.metadata);
-    const h2 = cfg.directWrites ? http2StreamOf(call) : null;
+    const h2 = http2StreamOf(call);
     if (h2 !== null) setNoDelay(h2);
-    this.framedSink =
-      h2 !== null
-        ? new FramedSink(h2)
-        : { write: (framed) => call.write(framed.subarray(GRPC_PREFIX_SZ)), once: (event, listener) => call.once(event, listener) };
+    this.framedSink = h2 === null ? null : new FramedSink(h2);
   }
 
   sendHeaders(): void {
@@ -42,7 +40,10 @@ class GrpcJsSubscribeCall implements SubscribeCall {
   }
 
   sink(): Sink {
-    return this.framedSink;
+    if (this.framedSink !== null) return this.framedSink;
+    // Not reachable with the grpc-js this project pins (the transport tests run it); see the header comment.
+    this.call.emit('error', { code: grpc.status.INTERNAL, details: 'the grpc-js transport cannot reach the HTTP/2 stream of this grpc-js version (see fanout/grpc-stream.ts)' });
+    return { write: () => true, once: (_e, _l) => undefined };
   }
 
   /**

@@ -23,6 +23,11 @@ import { huffmanDecode } from './hpack-huffman';
 export type HeaderField = readonly [name: string, value: string];
 export interface HpackError {
   readonly error: string;
+  /**
+   * Set when the block decoded cleanly but its list is larger than allowed: the table is in step with the
+   * peer's encoder, so the connection may go on and only the stream is refused (RFC 9113 §10.5.1).
+   */
+  readonly listTooLarge?: true;
 }
 
 /** RFC 7541 Appendix A, transcribed; index i is STATIC_TABLE[i - 1]. */
@@ -100,11 +105,15 @@ export class HpackDecoder {
 
   /**
    * Decodes one complete header block (HEADERS plus any CONTINUATION payloads, joined). maxListBytes caps the
-   * decoded header list size (sum of name + value + 32 per field), the SETTINGS_MAX_HEADER_LIST_SIZE rule.
+   * decoded header list size (sum of name + value + 32 per field), the SETTINGS_MAX_HEADER_LIST_SIZE rule: past
+   * it the rest of the block is still decoded (its insertions keep the table in step with the peer's) but no
+   * field is kept, and the answer is an error with `listTooLarge`. The fields kept are thus bounded by
+   * maxListBytes whatever the block holds.
    */
   decode(block: Buffer, maxListBytes: number): HeaderField[] | HpackError {
     const fields: HeaderField[] = [];
     let listBytes = 0;
+    let seen = 0;
     this.pos = 0;
     while (this.pos < block.length) {
       const first = block[this.pos];
@@ -122,7 +131,7 @@ export class HpackDecoder {
         this.insert(field);
       } else if (first & SIZE_UPDATE_MASK) {
         // Only allowed before the first field of a block (section 4.2); several in a row are fine.
-        if (fields.length > 0) return err('dynamic table size update after a header field');
+        if (seen > 0) return err('dynamic table size update after a header field');
         const size = this.readInt(block, SIZE_UPDATE_PREFIX);
         if (size < 0) return intError(size, 'table size');
         if (size > this.maxTableSize) return err(`table size update to ${size} exceeds ${this.maxTableSize}`);
@@ -134,10 +143,12 @@ export class HpackDecoder {
         field = this.literal(block, LITERAL_PREFIX);
         if ('error' in field) return field;
       }
+      seen++;
       listBytes += field[0].length + field[1].length + HEADER_ENTRY_OVERHEAD;
-      if (listBytes > maxListBytes) return err(`header list exceeds ${maxListBytes} bytes`);
-      fields.push(field);
+      if (listBytes > maxListBytes) fields.length = 0;
+      else fields.push(field);
     }
+    if (listBytes > maxListBytes) return { error: `header list exceeds ${maxListBytes} bytes`, listTooLarge: true };
     return fields;
   }
 

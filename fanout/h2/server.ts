@@ -6,8 +6,8 @@ import type { HeaderField } from './hpack';
 import type { H2Stream } from './stream';
 
 // A plaintext (h2c, prior knowledge) gRPC server for bidi-streaming methods on the fanout's own HTTP/2 code:
-// accepts connections, checks each request as grpc-js does (POST, content-type application/grpc*, a known
-// path), hands calls to the application, pings idle connections and drops dead ones, and shuts down with
+// accepts connections, checks each well-formed request (connection.ts has refused malformed ones) as grpc-js
+// does (POST, content-type application/grpc*, a known path), hands calls to the application, pings idle connections and drops dead ones, and shuts down with
 // GOAWAY. Only the methods given exist; any other path gets UNIMPLEMENTED, as from grpc-js.
 
 export interface GrpcServerOptions {
@@ -73,10 +73,12 @@ export async function startGrpcServer(opts: GrpcServerOptions, onCall: (call: Gr
   });
   server.maxConnections = opts.maxConnections;
 
-  // One timer for every connection: handshake deadline, keepalive ping, ping timeout.
+  // One timer for every connection: handshake deadline, keepalive ping, ping timeout, the protocol's own time
+  // bounds (an unfinished header block, our SETTINGS' ACK).
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const c of conns) {
+      c.checkDeadlines(now);
       if (c.pingSentAt !== 0) {
         if (now - c.pingSentAt > opts.keepaliveTimeoutMs) c.destroy(false);
       } else if (!c.handshakeDone) {

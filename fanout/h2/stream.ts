@@ -41,6 +41,9 @@ export class H2Stream {
   unacked = 0;
   /** Our receive window on this stream (set by the connection). */
   recvWindow = 0;
+  /** The request's content-length, -1 when it has none; `received` counts its DATA bytes against it. */
+  contentLength = -1;
+  received = 0;
 
   // The send queue: buffers [head, length) of q, the first with `headOff` bytes already sent.
   q: Buffer[] = [];

@@ -15,8 +15,8 @@ import { fmt, sleep, type BenchResult } from './stats';
 // primary's and every worker's), divided by the messages the clients received.
 //
 // Cases, each in a fresh fanout child:
-//   - grpc-js writes (reference): fanout.transport grpc-js, responses through grpc-js's per-message write path;
-//   - grpc-js direct writes (peer): grpc-js, responses written straight to node:http2's stream (fanout.directWrites);
+//   - grpc-js direct writes (reference): fanout.transport grpc-js, responses written straight to node:http2's
+//     stream (grpc-js's own per-message write path, once the first reference here, was removed: issue 20);
 //   - own HTTP/2, one process (one core): fanout.transport h2 (fanout/h2/), the default;
 //   - own HTTP/2, fanout.workers = every core: node:cluster workers on one port (fanout/cluster.ts); each
 //     worker publishes the same feed into its own embedded bus, standing in for its own reader of the shared
@@ -47,7 +47,6 @@ const DRAIN_MS = 15_000;
 interface CaseSpec {
   client: LoadClientKind;
   transport: 'h2' | 'grpc-js';
-  directWrites: boolean;
   connections: number;
   workers: number;
 }
@@ -163,7 +162,7 @@ async function searchHighest(run: (rate: number) => Promise<PhaseResult>, known:
 }
 
 function caseLabel(c: CaseSpec): string {
-  const how = c.transport === 'h2' ? 'own HTTP/2' : c.directWrites ? 'grpc-js direct writes (peer)' : 'grpc-js writes (reference)';
+  const how = c.transport === 'h2' ? 'own HTTP/2' : 'grpc-js direct writes (reference)';
   const where = c.workers === 1 ? 'one process (one core)' : `${c.workers} workers (every core)`;
   return `${how}, ${where}, ${c.connections} connections, ${c.client} client`;
 }
@@ -200,7 +199,6 @@ async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
         topics: uniqueTopics('bench-raw'),
         heartbeatMs: 10_000,
         transport: c.transport,
-        directWrites: c.directWrites,
         maxStreamsPerConnection: 1000,
         maxStreamsPerIp: 2000,
         queueMaxMessages: 50_000,
@@ -274,11 +272,10 @@ export async function benchFanoutRaw(): Promise<BenchResult[]> {
   for (const connections of conns) {
     for (const client of clients.kinds) {
       if (only !== 'h2' && workerCounts.includes(1)) {
-        results.push(...(await runCase({ client, transport: 'grpc-js', directWrites: false, connections, workers: 1 }, false)));
-        results.push(...(await runCase({ client, transport: 'grpc-js', directWrites: true, connections, workers: 1 }, false)));
+        results.push(...(await runCase({ client, transport: 'grpc-js', connections, workers: 1 }, false)));
       }
       if (only === 'grpc-js') continue;
-      for (const workers of workerCounts) results.push(...(await runCase({ client, transport: 'h2', directWrites: true, connections, workers }, search)));
+      for (const workers of workerCounts) results.push(...(await runCase({ client, transport: 'h2', connections, workers }, search)));
     }
   }
   results.push({

@@ -63,6 +63,7 @@ describe('config', () => {
     ['fixed leader without key', { ingest: { leader: { mode: 'fixed' } } }, /ingest\.leader\.key: required/],
     ['auth without rentals', { fanout: { auth: { mode: 'token' } }, rentals: { fromBus: false } }, /needs rentals/],
     ['bad enum', { fanout: { auth: { mode: 'maybe' } } }, /expected one of none, ip, token/],
+    ["grpc-js's removed write path", { fanout: { transport: 'grpc-js', directWrites: false } }, /fanout\.directWrites: false is no longer supported/],
   ];
   for (const [what, raw, re] of bad) {
     it(`rejects ${what} with a message naming the field`, () => {

@@ -1,0 +1,298 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { DEFAULT_CONNECTION_LIMITS, H2Connection, type ConnectionHandler } from '../../../fanout/h2/connection';
+import { encodeHeaderBlock } from '../../../fanout/h2/hpack';
+import { waitFor } from '../../support/wait';
+import { b58, makeTx, testKey, testKey58 } from '../support';
+import { StreamClient } from '../../support/stream-client';
+import { frame, PREFACE, settingsFrame } from './raw-peer';
+import { E, F, grpcRequestFields, headersFrame, ping, rstStream, T, windowUpdate } from './raw-h2-client';
+import { rawSuite, sleep } from './support';
+
+// Floods of every frame type against the own HTTP/2 server, with a resource oracle: not only "the connection
+// ends or answers" but "the memory held for the connection (H2Connection.heldBytes(): partial frame, header
+// block, queued control frames, HPACK table, queued responses, unsent socket bytes) stays under HELD_BOUND
+// whatever is sent", from a peer that reads what it is sent and from one that reads nothing. Floods the server
+// must answer frame by frame (PING, SETTINGS, HEADERS on a stream the peer reset) or that never end a header
+// block (CONTINUATION, empty ones included: CVE-2024-27983/28182) end the connection; the rest are harmless
+// and the connection stays up. Then the whole process: 10 connections flooding for 30 s while a normal
+// subscriber receives every transaction, the process RSS growing by less than 32 MiB.
+
+const L = DEFAULT_CONNECTION_LIMITS;
+/**
+ * What one connection may hold: unsent socket bytes up to maxControlBytes (then a non-reading peer is cut off),
+ * plus one turn's answers (1000 frames of ≤ 17 bytes) and GOAWAY, one partial frame, a header block at its
+ * byte bound, the HPACK table (4 KiB) and the closed-stream memory: 256 KiB covers all but the first term.
+ */
+const HELD_BOUND = L.maxControlBytes + (256 << 10);
+/** Bytes each flood offers (or until the connection is closed). */
+const FLOOD_BYTES = 8 << 20;
+const PATH = '/t.S/M';
+
+interface Server {
+  port: number;
+  conns: H2Connection[];
+  /** Most held by any connection, sampled after every read and every millisecond. */
+  maxHeld: number;
+  close(): Promise<void>;
+}
+
+async function startServer(): Promise<Server> {
+  const conns: H2Connection[] = [];
+  const handler: ConnectionHandler = {
+    onStream(stream) {
+      stream.respond([[':status', '200'], ['content-type', 'application/grpc']]);
+    },
+    onClose() {},
+  };
+  const srv: Server = {
+    port: 0,
+    conns,
+    maxHeld: 0,
+    close: () => new Promise((resolve) => {
+      clearInterval(timer);
+      for (const c of conns) c.destroy(false);
+      server.close(() => resolve());
+    }),
+  };
+  const sample = (): void => {
+    for (const c of conns) srv.maxHeld = Math.max(srv.maxHeld, c.heldBytes());
+  };
+  const server = net.createServer((socket) => {
+    const c = new H2Connection(socket, handler, L, Date.now());
+    conns.push(c);
+    socket.on('data', sample); // after the connection's own listener: what the read left held
+  });
+  const timer = setInterval(sample, 1);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  srv.port = (server.address() as net.AddressInfo).port;
+  return srv;
+}
+
+/** A peer that writes its flood as fast as the socket takes it; it reads (and drops) or never reads. */
+class Flooder {
+  closed = false;
+  /** The GOAWAY code the server sent, when this peer reads. */
+  goaway: number | undefined;
+  private head = Buffer.alloc(0);
+  /** Polled between writes: the test knows the server ended the connection (a non-reading peer cannot). */
+  stop: () => boolean = () => false;
+
+  constructor(readonly socket: net.Socket, reads: boolean) {
+    socket.on('error', () => undefined);
+    socket.on('close', () => (this.closed = true));
+    if (!reads) socket.pause();
+    socket.on('data', (b: Buffer) => this.scan(b));
+  }
+
+  static async connect(port: number, reads: boolean): Promise<Flooder> {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+    const f = new Flooder(socket, reads);
+    socket.write(Buffer.concat([PREFACE, settingsFrame([]), frame(T.SETTINGS, F.ACK, 0, Buffer.alloc(0))]));
+    return f;
+  }
+
+  /** Frames are only scanned for GOAWAY; everything else is dropped as it comes. */
+  private scan(b: Buffer): void {
+    let buf = this.head.length > 0 ? Buffer.concat([this.head, b]) : b;
+    while (buf.length >= 9) {
+      const len = buf.readUIntBE(0, 3);
+      if (buf.length < 9 + len) break;
+      if (buf[3] === T.GOAWAY && len >= 8) this.goaway = buf.readUInt32BE(9 + 4);
+      buf = buf.subarray(9 + len);
+    }
+    this.head = Buffer.from(buf);
+  }
+
+  write(b: Buffer): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.socket.write(b)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearInterval(poll);
+        this.socket.off('drain', done);
+        this.socket.off('close', done);
+        resolve();
+      };
+      const poll = setInterval(() => this.stop() && done(), 20);
+      this.socket.once('drain', done);
+      this.socket.once('close', done);
+    });
+  }
+
+  /** Writes `unit` (a run of frames) until `bytes` went out or the connection is closed. */
+  async flood(unit: Buffer, bytes: number): Promise<number> {
+    let sent = 0;
+    while (!this.closed && !this.socket.destroyed && sent < bytes && !this.stop()) {
+      await this.write(unit);
+      sent += unit.length;
+    }
+    return sent;
+  }
+}
+
+/** `frameBytes` repeated to about 64 KiB, one write. */
+const runOf = (frameBytes: Buffer): Buffer => Buffer.concat(Array.from({ length: Math.max(1, Math.floor((64 << 10) / frameBytes.length)) }, () => frameBytes));
+
+const openStream = (id: number): Buffer => headersFrame(id, grpcRequestFields(PATH));
+
+interface FloodCase {
+  name: string;
+  /** Frames sent once before the flood. */
+  setup: Buffer;
+  unit: Buffer;
+  /** The server must end the connection (else it must stay up and answer). */
+  closes: boolean;
+  /** The GOAWAY code a reading peer sees when it closes. */
+  code?: number;
+}
+
+const cases: FloodCase[] = [
+  { name: 'zero-length CONTINUATION after HEADERS without END_HEADERS', setup: frame(T.HEADERS, 0, 1, encodeHeaderBlock(grpcRequestFields(PATH))), unit: runOf(frame(T.CONTINUATION, 0, 1, Buffer.alloc(0))), closes: true, code: E.ENHANCE_YOUR_CALM },
+  { name: 'one-byte CONTINUATION', setup: frame(T.HEADERS, 0, 1, Buffer.alloc(0)), unit: runOf(frame(T.CONTINUATION, 0, 1, Buffer.from([0x82]))), closes: true, code: E.ENHANCE_YOUR_CALM },
+  { name: 'full-size CONTINUATION', setup: frame(T.HEADERS, 0, 1, Buffer.alloc(0)), unit: runOf(frame(T.CONTINUATION, 0, 1, Buffer.alloc(L.maxFrameSize, 0x82))), closes: true, code: E.ENHANCE_YOUR_CALM },
+  { name: 'empty DATA on an open stream', setup: openStream(1), unit: runOf(frame(T.DATA, 0, 1, Buffer.alloc(0))), closes: false },
+  { name: 'SETTINGS', setup: Buffer.alloc(0), unit: runOf(settingsFrame([[4, 65_535]])), closes: true, code: E.ENHANCE_YOUR_CALM },
+  { name: 'PING', setup: Buffer.alloc(0), unit: runOf(ping(Buffer.from('flooding'))), closes: true, code: E.ENHANCE_YOUR_CALM },
+  { name: 'PRIORITY', setup: openStream(1), unit: runOf(frame(T.PRIORITY, 0, 3, Buffer.from([0, 0, 0, 1, 16]))), closes: false },
+  { name: 'WINDOW_UPDATE on a closed stream', setup: Buffer.concat([openStream(1), rstStream(1, E.CANCEL), openStream(3)]), unit: runOf(windowUpdate(1, 1)), closes: false },
+  { name: 'RST_STREAM on a closed stream', setup: Buffer.concat([openStream(1), rstStream(1, E.CANCEL), openStream(3)]), unit: runOf(rstStream(1, E.CANCEL)), closes: false },
+  { name: 'HEADERS on a stream the peer reset', setup: Buffer.concat([openStream(1), rstStream(1, E.CANCEL)]), unit: runOf(frame(T.HEADERS, F.END_HEADERS | F.END_STREAM, 1, Buffer.from([0x82]))), closes: true, code: E.ENHANCE_YOUR_CALM },
+];
+
+describe('fanout/h2 floods: memory held per connection stays bounded', function () {
+  this.timeout(120_000);
+  let server: Server;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  for (const reads of [true, false]) {
+    for (const c of cases) {
+      it(`${c.name}, from a peer that ${reads ? 'reads' : 'reads nothing'}: held < ${(HELD_BOUND / 1024).toFixed(0)} KiB; ${c.closes ? 'closed' : 'stays up'}`, async () => {
+        server.maxHeld = 0;
+        const before = server.conns.length;
+        const p = await Flooder.connect(server.port, reads);
+        await waitFor(() => server.conns.length > before, 5000, 'the server took the connection');
+        const conn = server.conns[before]!;
+        // A peer that reads nothing never reads the server's FIN either: the server's side tells it closed.
+        const ended = (): boolean => p.closed || conn.socket.destroyed;
+        try {
+          p.stop = () => conn.socket.destroyed;
+          await p.write(c.setup);
+          const sent = await p.flood(c.unit, FLOOD_BYTES);
+          if (c.closes) {
+            await waitFor(ended, 10_000, 'the server ends the flooding connection');
+            if (reads && c.code !== undefined) assert.equal(p.goaway, c.code, `GOAWAY code after ${sent} bytes`);
+          } else {
+            assert.ok(sent >= FLOOD_BYTES, `closed after ${sent} bytes`);
+            // Still up: a reading peer gets its PING answered after the whole flood was read.
+            if (reads) {
+              let acked = false;
+              p.socket.on('data', (b: Buffer) => (acked ||= b.includes(Buffer.from('probe!!!'))));
+              await p.write(ping(Buffer.from('probe!!!')));
+              await waitFor(() => acked, 10_000, 'PING answered after the flood');
+              assert.ok(conn.streams.size <= 2);
+            }
+          }
+          assert.ok(server.maxHeld < HELD_BOUND, `held ${server.maxHeld} bytes (bound ${HELD_BOUND}) after ${sent} bytes of flood`);
+          console.log(`        ${(sent / 1048576).toFixed(1)} MiB offered, at most ${(server.maxHeld / 1024).toFixed(0)} KiB held`);
+        } finally {
+          p.socket.destroy();
+        }
+      });
+    }
+  }
+
+  it('a frame dripped byte by byte costs linear work: per byte, a 16 KiB frame costs about what a 1 KiB frame does', async () => {
+    // Before the fix each read re-copied the whole partial frame: a 16 KiB frame in 1-byte reads cost ~16× more
+    // per byte than a 1 KiB one. Fed through a socket pair's 'data' events directly (no kernel, no timing of the
+    // network): the server's own read path, CPU time measured around it.
+    const feed = async (frameLen: number, frames: number): Promise<number> => {
+      const [a, b] = await socketPair();
+      const conn = new H2Connection(b, { onStream() {}, onClose() {} }, L, Date.now());
+      b.emit('data', Buffer.concat([PREFACE, settingsFrame([])]));
+      const bytes = Buffer.concat(Array.from({ length: frames }, () => frame(0x21, 0, 0, Buffer.alloc(frameLen))));
+      const t0 = process.cpuUsage();
+      for (let i = 0; i < bytes.length; i++) b.emit('data', bytes.subarray(i, i + 1));
+      const t = process.cpuUsage(t0);
+      assert.ok(conn.heldBytes() < HELD_BOUND);
+      a.destroy();
+      conn.destroy(false);
+      return (t.user + t.system) / bytes.length;
+    };
+    await feed(1024, 16); // warm-up
+    const small = await feed(1024, 64);
+    const large = await feed(16_384, 4);
+    assert.ok(large < 4 * small, `a 16 KiB frame cost ${large.toFixed(3)} µs/byte dripped, a 1 KiB one ${small.toFixed(3)} µs/byte`);
+  });
+});
+
+async function socketPair(): Promise<[net.Socket, net.Socket]> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+  const a = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+  const b = await accepted;
+  server.close();
+  b.pause(); // bytes come only from the test's emit('data')
+  return [a, b];
+}
+
+describe('fanout/h2 floods: the process under 10 flooding connections', function () {
+  this.timeout(180_000);
+  const suite = rawSuite({ heartbeatMs: 1000 });
+  const FLOOD_MS = 30_000;
+  const FLOODERS = 10;
+
+  it(`${FLOODERS} connections flood for ${FLOOD_MS / 1000} s: a normal subscriber receives every transaction; RSS grows < 32 MiB`, async () => {
+    const normal = StreamClient.open(suite.f.address);
+    normal.send({ transactions: { k: { accountInclude: [testKey58(11)] } }, pingId: 1 });
+    await normal.waitFor((r) => r.pingId === 1);
+    const baseline = process.memoryUsage().rss;
+    let maxRss = baseline;
+    const kinds = cases;
+    // Each flooder runs one kind after another (reading and not reading in turn), reconnecting when cut off.
+    const deadline = Date.now() + FLOOD_MS;
+    let connections = 0;
+    const flooders = Array.from({ length: FLOODERS }, async (_, i) => {
+      for (let k = i; Date.now() < deadline; k++) {
+        const c = kinds[k % kinds.length]!;
+        const p = await Flooder.connect(suite.port, k % 2 === 0);
+        connections++;
+        try {
+          await p.write(c.setup);
+          const until = Math.min(deadline, Date.now() + 3000);
+          while (!p.closed && Date.now() < until) await p.write(c.unit);
+        } finally {
+          p.socket.destroy();
+        }
+      }
+    });
+    const published: string[] = [];
+    const publisher = (async () => {
+      while (Date.now() < deadline) {
+        const t = makeTx({ keys: [testKey(11)] });
+        published.push(b58(t.signature));
+        await suite.f.publishTx(t);
+        maxRss = Math.max(maxRss, process.memoryUsage().rss);
+        await sleep(200);
+      }
+    })();
+    await Promise.all([...flooders, publisher]);
+    await waitFor(() => published.every((s) => normal.transactions.some((t) => t.signature === s)), 30_000, 'every transaction received');
+    assert.equal(normal.status, undefined, 'the normal subscriber is still streaming');
+    const grew = maxRss - baseline;
+    console.log(`      ${connections} flooding connections, ${published.length} transactions received; RSS grew ${(grew / 1048576).toFixed(1)} MiB`);
+    assert.ok(grew < 32 << 20, `RSS grew ${(grew / 1048576).toFixed(1)} MiB`);
+    await normal.close();
+  });
+});
