@@ -32,7 +32,17 @@ export interface TopicSpec {
   retentionMs?: number;
 }
 
-export type StartFrom = 'latest' | 'beginning';
+/**
+ * Explicit start offsets of an independent reader: topic → partition → the offset of the first message to read
+ * (a decimal string, as BusMessage.offset). A partition not named starts at its first retained offset; an offset
+ * retention has already dropped starts there too (the embedded bus counts the skip, Kafka resets to earliest).
+ * This is how a reader resumes where another left off, or replays from a bus position.
+ */
+export interface StartAt {
+  offsets: ReadonlyMap<string, ReadonlyMap<number, string>>;
+}
+
+export type StartFrom = 'latest' | 'beginning' | StartAt;
 
 export interface ConsumeOptions {
   topics: string[];
@@ -43,6 +53,11 @@ export interface ConsumeOptions {
    */
   groupId?: string;
   from: StartFrom;
+  /**
+   * Kafka: the most bytes one fetch may bring for this reader (default kafkajs's 10 MiB; 1 MiB per partition).
+   * Replays set it low, so a reader that waits for its client holds little. The embedded bus shares its records.
+   */
+  maxBytes?: number;
   /** Called with messages of one partition, in order. The next batch of that partition waits for it. */
   onBatch: (messages: BusMessage[]) => Promise<void> | void;
 }
@@ -62,5 +77,12 @@ export interface Bus {
   consume(options: ConsumeOptions): Promise<Consumer>;
   /** Per partition, the offset the next produced message will get (Kafka's high watermark). */
   endOffsets(topic: string): Promise<Map<number, string>>;
+  /** Per partition, the first offset still retained (Kafka's log start offset); equals the end offset when empty. */
+  startOffsets(topic: string): Promise<Map<number, string>>;
+  /**
+   * Per partition, the first offset whose append timestamp is at or after `ms` (Kafka's ListOffsets by time);
+   * the end offset when every retained message is older.
+   */
+  offsetsForTime(topic: string, ms: number): Promise<Map<number, string>>;
   close(): Promise<void>;
 }

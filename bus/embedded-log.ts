@@ -99,6 +99,21 @@ export class PartitionLog {
     return { batch, from, next: this.entries[stop - 1]!.n + 1, skipped };
   }
 
+  /**
+   * The first retained offset whose timestamp is ≥ ms, or `end`. Append timestamps come from one clock and are
+   * non-decreasing in practice; the search assumes it (a clock stepping back can only move the answer later).
+   */
+  offsetForTime(ms: number): number {
+    let lo = this.head;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.entries[mid]!.msg.timestamp < ms) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < this.entries.length ? this.entries[lo]!.n : this.end;
+  }
+
   /** Time-based work that appends alone would not trigger on an idle partition. */
   sweep(now: number): void {
     if (!this.limits.compacted) this.trim(now);

@@ -64,6 +64,14 @@ export interface FanoutConfig {
    * maxStreamsPerIp on each worker its connections land on) and the filter key totals.
    */
   workers: number;
+  /** The v2 stream (proto/stream_v2.proto) on the same port. */
+  v2: {
+    enabled: boolean;
+    /** Replays (streams reading the bus from a cursor, slot or time) running at once; more → RESOURCE_EXHAUSTED too_many_replays. */
+    maxReplays: number;
+    /** Bus records one replay reads per second at most (matched or not). */
+    replayRecordsPerSec: number;
+  };
 }
 
 /** fanout.workers: a count, or "auto" / 0 for one per core. */
@@ -77,6 +85,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
   const o = section(raw, p);
   const a = section(o.auth, `${p}.auth`);
   const t = section(o.topics, `${p}.topics`);
+  const v2 = section(o.v2, `${p}.v2`);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:20202');
   const cfg: FanoutConfig = {
     enabled: bool(o, 'enabled', p, true),
@@ -111,6 +120,11 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
     },
     workers: workerCount(o, p),
+    v2: {
+      enabled: bool(v2, 'enabled', `${p}.v2`, true),
+      maxReplays: int(v2, 'maxReplays', `${p}.v2`, 64, 0),
+      replayRecordsPerSec: int(v2, 'replayRecordsPerSec', `${p}.v2`, 100_000, 1),
+    },
   };
   if (cfg.maxFilters > MAX_FILTERS_PER_SET) throw new ConfigError(`${p}.maxFilters: at most ${MAX_FILTERS_PER_SET} (matches travel as a 32-bit mask)`);
   return cfg;

@@ -152,6 +152,12 @@ class FlakyBus implements Bus {
   async endOffsets(): Promise<Map<number, string>> {
     return new Map();
   }
+  async startOffsets(): Promise<Map<number, string>> {
+    return new Map();
+  }
+  async offsetsForTime(): Promise<Map<number, string>> {
+    return new Map();
+  }
   async close(): Promise<void> {}
 }
 

@@ -29,6 +29,8 @@ export function recordingBus(calls: Produce[]): Bus {
     },
     consume: unused,
     endOffsets: unused,
+    startOffsets: unused,
+    offsetsForTime: unused,
     close: async () => undefined,
   };
 }
