@@ -181,6 +181,7 @@ export class V2Hub {
     const o = Number(m.offset);
     const offs = this.position.get(TopicTag.transactions)!;
     if (o < (offs[p] ?? 0)) return; // a reader restart redelivered it
+    if (o > (offs[p] ?? 0)) this.liveGap(TopicTag.transactions, p, offs[p] ?? 0, o);
     offs[p] = o + 1;
     this.cursorCache = null;
     if (m.value === null) return;
@@ -215,6 +216,7 @@ export class V2Hub {
     const o = Number(m.offset);
     const offs = this.position.get(TopicTag.slots)!;
     if (o < (offs[p] ?? 0)) return;
+    if (o > (offs[p] ?? 0) && o > (this.slotsLiveFrom[p] ?? 0)) this.liveGap(TopicTag.slots, p, Math.max(offs[p] ?? 0, this.slotsLiveFrom[p] ?? 0), o);
     offs[p] = o + 1;
     this.cursorCache = null;
     if (m.value === null) return;
@@ -239,6 +241,20 @@ export class V2Hub {
       s.deliverSlot(shared, cursor, false);
     }
     this.afterRecord();
+  }
+
+  /**
+   * The hub's own reader lost [from, to) to retention (the embedded bus drops what a reader that far behind has
+   * not read). Every live stream is told, with the range, before anything after it.
+   */
+  private liveGap(tag: TopicTag, p: number, from: number, to: number): void {
+    const before = clonePosition(this.position);
+    before.get(tag)![p] = from;
+    const fromCursor = encodeCursor(before);
+    const after = clonePosition(this.position);
+    after.get(tag)![p] = to;
+    const cursor = encodeCursor(after);
+    for (const s of this.sessions) if (s.isLive) s.gap(fromCursor, cursor, to - from);
   }
 
   /** Replays whose position the hub has just reached hand over now. */

@@ -129,6 +129,7 @@ export class V2Session {
             this.pendingHead = 0;
           }
           if (c !== null && c !== undefined) this.lastWritten = c;
+          if (tag === GAP_TAG) this.unsentGap = null;
           if (tag === 1) this.delivered++;
           ctx.onWrite(bytes, tag === 1);
         },
@@ -305,7 +306,8 @@ export class V2Session {
       const rate = this.ctx.replayRatePerSec;
       this.tokens = Math.min(rate / 10, this.tokens + ((now - this.tokensAt) * rate) / 1000);
       this.tokensAt = now;
-      if (this.tokens >= 1 && this.queue.depth < REPLAY_QUEUE_MESSAGES && this.queue.bytes < REPLAY_QUEUE_BYTES) {
+      const q = this.ctx.queueLimits;
+      if (this.tokens >= 1 && this.queue.depth < Math.min(REPLAY_QUEUE_MESSAGES, q.maxMessages >> 1) && this.queue.bytes < Math.min(REPLAY_QUEUE_BYTES, q.maxBytes >> 1)) {
         this.tokens -= 1;
         return;
       }
@@ -373,6 +375,11 @@ export class V2Session {
     this.push(frameUpdate(EMPTY, shared), cursor, 0);
   }
 
+  /** Bus records [fromCursor, cursor) were lost before anyone read them (retention). */
+  gap(fromCursor: Buffer, cursor: Buffer, count: number): void {
+    this.push(encodeGap(cursor, this.ctx.now(), { fromCursor, reason: GapReason.retention, count, firstSlot: 0n, lastSlot: 0n }), cursor, 0);
+  }
+
   heartbeat(): void {
     if (this.state === 'ended') return;
     const cursor = this.state === 'new' || this.state === 'resolving' ? null : this.cursor();
@@ -415,6 +422,8 @@ export class V2Session {
   // ---- lag policy -----------------------------------------------------------------------------------------------
 
   private dropped = 0;
+  /** A slow-consumer gap notice queued and not yet written. */
+  private unsentGap: { from: Buffer; count: number } | null = null;
   private droppedUntil: Buffer | null = null;
   private gapFrom: Buffer | null = null;
 
@@ -434,15 +443,22 @@ export class V2Session {
     this.pendingHead = 0;
     let last: Buffer | null = null;
     for (const c of waiting) if (c !== null) last = c;
-    this.dropped = waiting.length;
-    this.gapFrom = this.lastWritten ?? this.startCursor();
+    if (this.unsentGap !== null) {
+      // The previous gap notice was still queued and is dropped with the rest: one notice covers both ranges.
+      this.dropped = this.unsentGap.count + waiting.length - 1;
+      this.gapFrom = this.unsentGap.from;
+    } else {
+      this.dropped = waiting.length;
+      this.gapFrom = this.lastWritten ?? this.startCursor();
+    }
     this.droppedUntil = last ?? this.gapFrom;
     return true;
   }
 
   private afterSkip(): void {
     const until = this.droppedUntil!;
-    this.push(encodeGap(until, this.ctx.now(), { fromCursor: this.gapFrom!, reason: GapReason.slowConsumer, count: this.dropped, firstSlot: 0n, lastSlot: 0n }), until, 0);
+    this.unsentGap = { from: this.gapFrom!, count: this.dropped };
+    this.push(encodeGap(until, this.ctx.now(), { fromCursor: this.gapFrom!, reason: GapReason.slowConsumer, count: this.dropped, firstSlot: 0n, lastSlot: 0n }), until, GAP_TAG);
     // The gap's cursor is where delivery resumes; a client resuming from it skips exactly the dropped range.
     this.lastWritten = until;
   }
@@ -484,3 +500,5 @@ export class V2Session {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Queue tags: 1 = a transaction (metered), GAP_TAG = a slow-consumer gap notice, 0 = anything else. */
+const GAP_TAG = 2;
