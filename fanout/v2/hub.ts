@@ -47,6 +47,9 @@ export interface V2HubOptions {
 const SLOT_START_MARGIN_MS = 2000;
 /** Slots remembered for slot starts: 4.6 days at 2.5 slots/s. */
 const TIMELINE_MAX = 1_000_000;
+/** How old the cached first retained offsets may be when a start is checked against them. */
+const STARTS_MAX_AGE_MS = 10_000;
+const STARTS_REFRESH_MS = 1000;
 
 function toArray(m: Map<number, string>): number[] {
   const out: number[] = [];
@@ -69,6 +72,7 @@ export class V2Hub {
   private nextId = 1;
   private closed = false;
   private readonly heartbeatTimer: NodeJS.Timeout;
+  private readonly startsTimer: NodeJS.Timeout;
   private readonly usage: StreamUsage | undefined;
   private readonly ctx: V2Context;
   private readonly now: () => number;
@@ -127,6 +131,8 @@ export class V2Hub {
       for (const s of this.sessions) s.heartbeat();
     }, cfg.heartbeatMs);
     this.heartbeatTimer.unref();
+    this.startsTimer = setInterval(() => this.refreshStarts(), STARTS_REFRESH_MS);
+    this.startsTimer.unref();
     this.usage = opts.usage === undefined ? undefined : new StreamUsage(opts.usage.sink, () => this.sessions, opts.usage.periodMs);
   }
 
@@ -139,6 +145,7 @@ export class V2Hub {
     this.position.set(TopicTag.slots, toArray(slotsStarts));
     this.slotsLiveFrom = toArray(slotsEnds);
     this.cursorCache = null;
+    this.refreshStarts();
   }
 
   /** Is this slots-topic record history (read at start for the timeline), not to be sent to anyone? */
@@ -170,6 +177,7 @@ export class V2Hub {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeatTimer);
+    clearInterval(this.startsTimer);
     this.usage?.close();
     for (const s of [...this.sessions]) s.shutdown();
   }
@@ -329,17 +337,40 @@ export class V2Hub {
 
   // ---- start resolution -------------------------------------------------------------------------------------------
 
-  private async bounds(): Promise<{ starts: Position; ends: Position }> {
-    const starts: Position = new Map();
-    const ends: Position = new Map();
-    for (const tag of [TopicTag.transactions, TopicTag.slots] as const) {
-      const topic = this.topicOf(tag);
-      const [s, e] = await Promise.all([this.opts.bus.startOffsets(topic), this.opts.bus.endOffsets(topic)]);
-      starts.set(tag, toArray(s));
-      ends.set(tag, toArray(e));
-    }
-    return { starts, ends };
+  private async fetchOffsets(which: 'start' | 'end'): Promise<Position> {
+    const tags = [TopicTag.transactions, TopicTag.slots] as const;
+    const got = await Promise.all(tags.map((t) => (which === 'start' ? this.opts.bus.startOffsets(this.topicOf(t)) : this.opts.bus.endOffsets(this.topicOf(t)))));
+    return new Map(tags.map((t, i) => [t, toArray(got[i]!)]));
   }
+
+  /**
+   * The first retained offsets, at most STARTS_MAX_AGE_MS old (a refresher keeps them so; a Kafka round trip per
+   * start would cost most of the 100 ms OUT_OF_RANGE promises). Stale by up to that much, a start just past the
+   * retention edge is accepted, and its replay then meets the missing records and says so with a retention Gap.
+   */
+  private async starts(): Promise<Position> {
+    const c = this.startsCache;
+    if (c !== null && this.now() - c.at < STARTS_MAX_AGE_MS) return c.starts;
+    const starts = await this.fetchOffsets('start');
+    this.startsCache = { at: this.now(), starts };
+    return starts;
+  }
+
+  private startsCache: { at: number; starts: Position } | null = null;
+
+  private refreshStarts(): void {
+    if (this.refreshing) return;
+    this.refreshing = true;
+    this.fetchOffsets('start').then(
+      (starts) => {
+        this.refreshing = false;
+        this.startsCache = { at: this.now(), starts };
+      },
+      () => void (this.refreshing = false),
+    );
+  }
+
+  private refreshing = false;
 
   /** The oldest point a start may name, for OUT_OF_RANGE: a cursor, and the oldest slot still retained. */
   private oldest(starts: Position): string {
@@ -364,12 +395,16 @@ export class V2Hub {
   async resolveStart(s: V2Start): Promise<ResolvedStart | StreamError> {
     const from = s.from;
     if (from === undefined) return { position: null, minSlot: 0n };
-    const { starts, ends } = await this.bounds();
+    const starts = await this.starts();
     if ('cursor' in from) {
       const d = decodeCursor(from.cursor);
       if (!d.ok) return streamError('invalidStart', { why: `cursor: ${d.reason}` });
       const pos = d.position;
-      if (!pos.has(TopicTag.slots)) pos.set(TopicTag.slots, ends.get(TopicTag.slots)!.slice());
+      if (!pos.has(TopicTag.slots)) pos.set(TopicTag.slots, this.livePosition().get(TopicTag.slots)!);
+      // The bus's end offsets only matter for a cursor ahead of this hub (the hub never reads past the end).
+      let ahead = false;
+      for (const [tag, offs] of pos) offs.forEach((o, p) => (ahead ||= o > (this.position.get(tag)?.[p] ?? 0)));
+      const ends = ahead ? await this.fetchOffsets('end') : this.position;
       for (const [tag, offs] of pos) {
         const st = starts.get(tag)!;
         const en = ends.get(tag)!;
