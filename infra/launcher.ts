@@ -6,6 +6,7 @@ import type { RentalRegistry } from '../bus/rental-registry';
 import { startIngest } from '../ingest/worker';
 import type { IngestConfig } from '../ingest/config';
 import { startFanout } from '../fanout/server';
+import { noResolution, type LoadedAddressResolver } from '../fanout/loaded-addresses';
 import { startFanoutWorkers, workerScript } from '../fanout/cluster';
 import { resolveWorkers, type FanoutConfig } from '../fanout/config';
 import { startAdmin } from './ops/admin/server';
@@ -161,13 +162,15 @@ async function startFanoutComponent(
   f: Floor,
   usage: () => UsageProducer,
   workerPayload: FanoutWorkerPayload,
+  /** Lookup-table resolution for the v2 stream (fanout/loaded-addresses.ts); worker processes use noResolution. */
+  resolver: LoadedAddressResolver = noResolution,
 ): Promise<Started<{ address: string; health?: HealthCheck }> | undefined> {
   if (!cfg.enabled) return undefined;
   const log = f.log.child({ component: 'fanout' });
   const workers = resolveWorkers(cfg, f.bus.kind);
   if (workers === 1) {
     if (cfg.workers === 0 && f.bus.kind === 'embedded') log.info('fanout.workers auto: one process (workers read the bus each for themselves; the embedded bus is inside this one)');
-    const fanout = await startFanout(cfg, f.bus, f.rentals, log, { usage: usage() });
+    const fanout = await startFanout(cfg, f.bus, f.rentals, log, { usage: usage(), resolver });
     return { address: fanout.address, stop: () => fanout.close() };
   }
   const pool = await startFanoutWorkers({ count: workers, ...workerScript(__dirname, 'fanout-worker', __filename), payload: workerPayload, log });
@@ -325,7 +328,8 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
     if (chainFeedsIngest) log.info({ shredVersion: local.chain.shredVersion }, 'ingest takes its leader schedule from the local chain (leader-signature check on)');
     const ingest = await run('ingest', undefined, () => startIngestComponent(chainFeedsIngest ? ingestFedBy(local.chain, cfg.ingest) : cfg.ingest, floor));
     if (chainFeedsIngest && ingest !== undefined) local.chain.shredTo(ingest.address);
-    const fanout = await run('fanout', 'fanout.listen', () => startFanoutComponent(cfg.fanout, floor, usage, { config: cfg }));
+    // The lookup-table cache (issue 24) plugs in here as the resolver; until then nothing resolves.
+    const fanout = await run('fanout', 'fanout.listen', () => startFanoutComponent(cfg.fanout, floor, usage, { config: cfg }, noResolution));
     if (fanout?.health !== undefined) checks.push(fanout.health);
     // The local rental's key: the demo credentials show it, and the submission service carries local traffic with it.
     const localApiKey = floor.rentals.byIp('127.0.0.1')?.apiKeys[0];
