@@ -279,8 +279,10 @@ export class V2Session {
       if (offs === undefined || r.partition >= offs.length) continue;
       const next = offs[r.partition]!;
       if (r.offset < next) continue; // a redelivery (reader restart): already handled
-      await this.room();
-      if (this.state !== 'replaying') return;
+      if (!this.takeRoom()) {
+        await this.room();
+        if (this.state !== 'replaying') return;
+      }
       if (r.offset > next) this.retentionGap(r, next);
       offs[r.partition] = r.offset + 1;
       let cursor: Buffer | null = null;
@@ -298,21 +300,23 @@ export class V2Session {
     this.push(encodeGap(encodeCursor(after), this.ctx.now(), { fromCursor: encodeCursor(before), reason: GapReason.retention, count: r.offset - next, firstSlot: 0n, lastSlot: 0n }), encodeCursor(after), 0);
   }
 
-  /** Waits until the queue has room and the rate allows one more record. */
-  private async room(): Promise<void> {
-    for (;;) {
-      if (this.state !== 'replaying') return;
-      const now = this.ctx.now();
-      const rate = this.ctx.replayRatePerSec;
-      this.tokens = Math.min(rate / 10, this.tokens + ((now - this.tokensAt) * rate) / 1000);
-      this.tokensAt = now;
-      const q = this.ctx.queueLimits;
-      if (this.tokens >= 1 && this.queue.depth < Math.min(REPLAY_QUEUE_MESSAGES, q.maxMessages >> 1) && this.queue.bytes < Math.min(REPLAY_QUEUE_BYTES, q.maxBytes >> 1)) {
-        this.tokens -= 1;
-        return;
-      }
-      await new Promise((r) => setTimeout(r, REPLAY_WAIT_MS));
+  /** One more record now, if the queue has room and the rate allows (no promise on the common path). */
+  private takeRoom(): boolean {
+    const now = this.ctx.now();
+    const rate = this.ctx.replayRatePerSec;
+    this.tokens = Math.min(rate / 10, this.tokens + ((now - this.tokensAt) * rate) / 1000);
+    this.tokensAt = now;
+    const q = this.ctx.queueLimits;
+    if (this.tokens >= 1 && this.queue.depth < Math.min(REPLAY_QUEUE_MESSAGES, q.maxMessages >> 1) && this.queue.bytes < Math.min(REPLAY_QUEUE_BYTES, q.maxBytes >> 1)) {
+      this.tokens -= 1;
+      return true;
     }
+    return false;
+  }
+
+  /** Waits until takeRoom() grants a record (or the replay is over). */
+  private async room(): Promise<void> {
+    while (this.state === 'replaying' && !this.takeRoom()) await new Promise((r) => setTimeout(r, REPLAY_WAIT_MS));
   }
 
   /** Hands over to live once the replay's position has reached the hub's on every partition. */
