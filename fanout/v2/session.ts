@@ -4,6 +4,7 @@ import { frameUpdate, encodeFilterAck, encodeFilterIds, encodeGap, encodeHeartbe
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
 import { compileFilters, specKeyCount, type CompiledFilterSet, type FilterSpec } from '../filter';
 import { FilterIndex } from '../filter-index';
+import type { QueueBudget } from '../queue-budget';
 import type { StreamOrigin } from '../stream-limits';
 import { SubscriberQueue, type Overflow, type Sink } from '../subscriber-queue';
 import { UpdateRate } from '../update-rate';
@@ -37,7 +38,7 @@ export interface V2Context {
   readonly index: FilterIndex<V2Session>;
   limits: { maxFilters: number; maxKeysPerList: number; maxFilterNameLen: number; maxKeysPerStream: number; maxFilterUpdatesPerSec: number; maxKeysTotal: number };
   queueLimits: { maxBytes: number; maxMessages: number; maxLagMs: number };
-  budget: import('../queue-budget').QueueBudget;
+  budget: QueueBudget;
   now(): number;
   /** The hub's live position (next offset per partition of each topic) and its encoding. */
   hubPosition(): Position;
