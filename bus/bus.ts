@@ -37,7 +37,17 @@ export interface TopicSpec {
   retentionMs?: number;
 }
 
-export type StartFrom = 'latest' | 'beginning';
+/**
+ * Explicit start offsets of an independent reader: topic → partition → the offset of the first message to read
+ * (a decimal string, as BusMessage.offset). A partition not named starts at its first retained offset; an offset
+ * retention has already dropped starts there too (the embedded bus counts the skip, Kafka resets to earliest).
+ * This is how a reader resumes where another left off, or replays from a bus position.
+ */
+export interface StartAt {
+  offsets: ReadonlyMap<string, ReadonlyMap<number, string>>;
+}
+
+export type StartFrom = 'latest' | 'beginning' | StartAt;
 
 export interface ConsumeOptions {
   topics: string[];
@@ -48,6 +58,11 @@ export interface ConsumeOptions {
    */
   groupId?: string;
   from: StartFrom;
+  /**
+   * Kafka: the most bytes one fetch may bring for this reader (default kafkajs's 10 MiB; 1 MiB per partition).
+   * Replays set it low, so a reader that waits for its client holds little. The embedded bus shares its records.
+   */
+  maxBytes?: number;
   /** Called with messages of one partition, in order. The next batch of that partition waits for it. */
   onBatch: (messages: BusMessage[]) => Promise<void> | void;
 }

@@ -147,6 +147,7 @@ export class EmbeddedBus implements Bus {
   async consume(options: ConsumeOptions): Promise<Consumer> {
     this.assertOpen();
     if (options.topics.length === 0) throw new Error('consume: no topics');
+    if (options.groupId !== undefined && typeof options.from === 'object') throw new Error('consume: explicit start offsets are for independent readers only');
     const logsByTopic = options.topics.map((name) => this.topic(name).logs);
     const consumer = options.groupId === undefined ? this.reader(logsByTopic.flat(), options) : this.member(options.groupId, options);
     this.consumers.add(consumer);
@@ -194,8 +195,15 @@ export class EmbeddedBus implements Bus {
   }
 
   private reader(logs: PartitionLog[], options: ConsumeOptions): Consumer {
+    const from = options.from;
+    const startOf = (log: PartitionLog): number => {
+      if (from === 'beginning') return log.start;
+      if (from === 'latest') return log.end;
+      const at = from.offsets.get(log.topic)?.get(log.partition);
+      return at === undefined ? log.start : Number(at);
+    };
     const cursors = logs.map((log) => {
-      const c = new Cursor(log, options.from === 'beginning' ? log.start : log.end, this.hooks);
+      const c = new Cursor(log, startOf(log), this.hooks);
       c.handler = options.onBatch;
       return c;
     });
@@ -219,7 +227,7 @@ export class EmbeddedBus implements Bus {
       this.groups.set(groupId, group);
     }
     const g = group;
-    const m: Member = { topics: [...options.topics], from: options.from, onBatch: options.onBatch, owned: [] };
+    const m: Member = { topics: [...options.topics], from: options.from === 'beginning' ? 'beginning' : 'latest', onBatch: options.onBatch, owned: [] };
     g.join(m);
     let closing: Promise<void> | null = null;
     const consumer: Consumer = {

@@ -274,10 +274,20 @@ export class KafkaBus implements Bus {
     // 'latest' means: everything produced after consume() was called. kafkajs would resolve "latest" lazily at
     // its first fetch, after the join, so a message produced in between would be skipped. Take the end
     // offsets now and seek to them instead.
-    const ends = options.from === 'latest' ? await this.snapshotEnds(options.topics) : new Map<string, string>();
+    if (options.groupId !== undefined && typeof options.from === 'object') throw new Error('consume: explicit start offsets are for independent readers only');
+    const from = options.from;
+    let ends: Positions;
+    if (from === 'latest') ends = await this.snapshotEnds(options.topics);
+    else if (from === 'beginning') ends = new Map();
+    else {
+      // Explicit offsets are the reader's positions from the start: its join seeks to them (onJoin).
+      ends = new Map();
+      for (const [topic, parts] of from.offsets) for (const [p, o] of parts) ends.set(tp(topic, p), o);
+    }
     const makeConsumer = (groupId: string): KConsumer =>
       this.kafka.consumer({
         groupId,
+        ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes, maxBytesPerPartition: Math.min(options.maxBytes, 1 << 20) }),
         maxWaitTimeInMs: this.maxWaitMs,
         minBytes: 1,
         // A member learns of a rebalance on its heartbeat (default every 3 s), so joins settle sooner; a dead
@@ -373,7 +383,8 @@ class Reader implements Consumer {
   async start(): Promise<void> {
     const kc = this.kc;
     await kc.connect();
-    await kc.subscribe({ topics: this.options.topics, fromBeginning: this.options.from === 'beginning' });
+    // Explicit offsets: partitions not named start at the beginning; the named ones are sought in onJoin.
+    await kc.subscribe({ topics: this.options.topics, fromBeginning: this.options.from !== 'latest' });
     // run() resolves after the first join; later failures arrive as CRASH events.
     kc.run({
       // Group members: kafkajs commits what was resolved after each batch; we resolve only after the

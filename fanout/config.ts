@@ -60,6 +60,14 @@ export interface FanoutConfig {
    */
   workers: number;
   lookupTables: LookupTablesConfig;
+  /** The v2 stream (proto/stream_v2.proto) on the same port. */
+  v2: {
+    enabled: boolean;
+    /** Replays (streams reading the bus from a cursor, slot or time) running at once; more → RESOURCE_EXHAUSTED too_many_replays. */
+    maxReplays: number;
+    /** Bus records one replay reads per second at most (matched or not). */
+    replayRecordsPerSec: number;
+  };
 }
 
 /** The address-lookup-table cache (fanout/lookup-tables/): one per process, shared by every stream. */
@@ -115,6 +123,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
   const o = section(raw, p);
   const a = section(o.auth, `${p}.auth`);
   const t = section(o.topics, `${p}.topics`);
+  const v2 = section(o.v2, `${p}.v2`);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:20202');
   const cfg: FanoutConfig = {
     enabled: bool(o, 'enabled', p, true),
@@ -153,6 +162,11 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     },
     workers: workerCount(o, p),
     lookupTables: parseLookupTables(o.lookupTables, `${p}.lookupTables`),
+    v2: {
+      enabled: bool(v2, 'enabled', `${p}.v2`, true),
+      maxReplays: int(v2, 'maxReplays', `${p}.v2`, 64, 0),
+      replayRecordsPerSec: int(v2, 'replayRecordsPerSec', `${p}.v2`, 100_000, 1),
+    },
   };
   if (cfg.maxFilters > MAX_FILTERS_PER_SET) throw new ConfigError(`${p}.maxFilters: at most ${MAX_FILTERS_PER_SET} (matches travel as a 32-bit mask)`);
   return cfg;

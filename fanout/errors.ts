@@ -131,6 +131,43 @@ export const STREAM_ERRORS = {
     retriable: true,
     detail: (c) => `slow consumer: ${slowWhat(c)}; reconnect and reconcile the gap through JSON-RPC`,
   }),
+  // ---- v2 (proto/stream_v2.proto) ----
+  outOfRange: row<{ what: string; oldest: string }>({
+    code: Status.OUT_OF_RANGE,
+    reason: 'out_of_range',
+    retriable: false,
+    detail: (c) => `start ${c.what} is older than the bus retains; oldest available: ${c.oldest}`,
+  }),
+  invalidStart: row<{ why: string }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'invalid_start',
+    retriable: false,
+    detail: (c) => `invalid start: ${c.why}`,
+  }),
+  invalidRequest: row<{ why: string }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'invalid_request',
+    retriable: false,
+    detail: (c) => `invalid request: ${c.why}`,
+  }),
+  tooManyReplays: row<{ max: number }>({
+    code: Status.RESOURCE_EXHAUSTED,
+    reason: 'too_many_replays',
+    retriable: true,
+    detail: (c) => `the server runs its maximum of ${c.max} replays; retry later or on another instance`,
+  }),
+  laggedClose: row<{ limit: 'bytes' | 'messages' | 'lag' | 'budget'; max: number; cursor: string }>({
+    code: Status.DATA_LOSS,
+    reason: 'slow_consumer',
+    retriable: true,
+    detail: (c) => `slow consumer: ${slowWhat(c)}; resume from cursor ${c.cursor} (the last update written; trailer x-resume-cursor)`,
+  }),
+  replayFailed: row<{ why: string }>({
+    code: Status.UNAVAILABLE,
+    reason: 'replay_failed',
+    retriable: true,
+    detail: (c) => `replay from the bus failed: ${c.why}; resume from your last cursor`,
+  }),
   shuttingDown: row<Record<string, never>>({
     code: Status.UNAVAILABLE,
     reason: 'shutting_down',

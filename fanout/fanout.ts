@@ -194,6 +194,11 @@ export class Fanout {
     return s;
   }
 
+  /** What v2 streams (fanout/v2/) share with v1 ones: the process queue budget and the stream caps. */
+  get shared(): { budget: QueueBudget; streamLimits: StreamLimits } {
+    return { budget: this.budget, streamLimits: this.streamLimits };
+  }
+
   /** Bills each rental's streams on `sink`: one usage event per rental per period, and one when a stream ends. */
   meterUsage(sink: UsageSink, periodMs: number): void {
     this.usage = new StreamUsage(sink, () => this.sessions, periodMs);

@@ -10,6 +10,7 @@ import type { Sink } from './subscriber-queue';
 import { decodeSubscribeUpdate } from './request-wire';
 import { TOKEN_HEADER } from './auth';
 import { errorTrailers, type SubscribeCall } from './subscribe-call';
+import { V2_SUBSCRIBE_PATH, type V2Call } from './v2/serve';
 
 // The stream endpoint on the fanout's own HTTP/2 server (fanout/h2/): a GrpcCall seen as a SubscribeCall.
 
@@ -69,12 +70,54 @@ class H2SubscribeCall implements SubscribeCall {
   }
 }
 
-export function startH2Transport(cfg: FanoutConfig, paths: readonly string[], maxMessageBytes: number, onCall: (c: SubscribeCall) => void): Promise<GrpcServer> {
+/** A v2 call: the same GrpcCall, requests handed over as bytes (fanout/v2/request.ts decodes them). */
+class H2V2Call implements V2Call {
+  readonly peer: string;
+  readonly token: string | undefined;
+
+  constructor(
+    private readonly call: GrpcCall,
+    private readonly endGraceMs: number,
+  ) {
+    this.peer = call.peer;
+    const t = call.header(TOKEN_HEADER);
+    this.token = t === undefined ? undefined : Buffer.from(t, 'latin1').toString('utf8');
+  }
+
+  sendHeaders(): void {
+    this.call.sendHeaders();
+  }
+
+  sink(): Sink {
+    return this.call.sink();
+  }
+
+  end(e?: StreamError): void {
+    if (e === undefined) return this.call.end();
+    this.call.end({ code: e.code, details: e.details, trailers: errorTrailers(e) });
+    if (this.endGraceMs === 0) return;
+    setTimeout(() => this.call.reset(), this.endGraceMs).unref();
+  }
+
+  listen(onMessage: (m: Buffer) => void, gone: () => void): void {
+    this.call.onMessage = onMessage;
+    this.call.onGone = gone;
+  }
+}
+
+export function startH2Transport(
+  cfg: FanoutConfig,
+  paths: readonly string[],
+  maxMessageBytes: number,
+  onCall: (c: SubscribeCall) => void,
+  onV2Call?: (c: V2Call) => void,
+): Promise<GrpcServer> {
+  const all = onV2Call === undefined ? paths : [...paths, V2_SUBSCRIBE_PATH];
   return startGrpcServer(
     {
       host: cfg.host,
       port: cfg.port,
-      paths: new Set(paths),
+      paths: new Set(all),
       limits: { ...DEFAULT_CONNECTION_LIMITS, maxOpenStreams: cfg.maxStreamsPerConnection + 64 },
       maxMessageBytes,
       maxRequestBytesTotal: Math.max(64 << 20, 4 * maxMessageBytes),
@@ -84,6 +127,6 @@ export function startH2Transport(cfg: FanoutConfig, paths: readonly string[], ma
       handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
       onConnectionError: (code) => fanoutMetrics.connectionError(ERROR_NAMES.get(code) ?? String(code)).inc(),
     },
-    (call) => onCall(new H2SubscribeCall(call, cfg.endGraceMs)),
+    (call) => (call.path === V2_SUBSCRIBE_PATH && onV2Call !== undefined ? onV2Call(new H2V2Call(call, cfg.endGraceMs)) : onCall(new H2SubscribeCall(call, cfg.endGraceMs))),
   );
 }

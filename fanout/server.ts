@@ -1,4 +1,4 @@
-import type { Bus, Consumer } from '../bus/bus';
+import type { Bus, BusMessage, Consumer } from '../bus/bus';
 import type { RentalRegistry } from '../bus/rental-registry';
 import type { UsageSink } from '../bus/usage-producer';
 import type { Log } from '../infra/base/log';
@@ -10,6 +10,9 @@ import { openLookupTables } from './lookup-tables/lookup-tables';
 import { startGrpcJsTransport } from './grpc-js-transport';
 import { startH2Transport } from './h2-transport';
 import { recheckCallers, serveSubscribe, type OpenCalls, type SubscribeCall } from './subscribe-call';
+import type { LoadedAddressResolver } from './loaded-addresses';
+import { V2Hub } from './v2/hub';
+import { recheckV2Callers, serveV2, type OpenV2Calls, type V2Call } from './v2/serve';
 
 // The streaming endpoint: a plaintext HTTP/2 gRPC server (the own one in fanout/h2/, or grpc-js) with one
 // Subscribe handler under every service name of proto/service.ts, fed by an independent bus reader of the stream
@@ -19,6 +22,8 @@ export interface FanoutHandle {
   /** host:port actually bound (port 0 in the config picks a free one). */
   address: string;
   stats(): FanoutStats;
+  /** v2 streams open, replays running, counts (undefined with fanout.v2.enabled false). */
+  v2Stats(): { streams: number; replays: number; delivered: number; replaysStarted: number; outOfRange: number } | undefined;
   /** Stops reading, ends every stream (UNAVAILABLE, retriable) and stops the server. */
   close(): Promise<void>;
 }
@@ -32,6 +37,8 @@ export interface FanoutOptions {
   usage?: UsageSink;
   /** The billing period of stream usage; default 60 s. */
   usagePeriodMs?: number;
+  /** Lookup-table resolution for v2 (fanout/loaded-addresses.ts); default: the process's table cache, else noResolution. */
+  resolver?: LoadedAddressResolver;
 }
 
 /** Enough for the configured filter limits: every key of every list at its base58 length, plus names. */
@@ -52,30 +59,63 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   }
   const tables = openLookupTables(cfg.lookupTables);
   const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log, Date.now, tables);
+  // v2 resolves through the same per-process table cache as v1's matchV1 (none without fanout.lookupTables.rpcUrl).
+  const resolver = opts.resolver ?? tables?.resolver;
   if (opts.usage !== undefined) hub.meterUsage(opts.usage, opts.usagePeriodMs ?? 60_000);
   // Kept for re-checking open streams when rentals change.
   const calls: OpenCalls = new Map();
   const onCall = (call: SubscribeCall): void => serveSubscribe(call, cfg, hub, rentals, calls);
+  const v2 = cfg.v2.enabled
+    ? new V2Hub(cfg, {
+        bus,
+        ...hub.shared,
+        log,
+        ...(resolver === undefined ? {} : { resolver }),
+        ...(opts.usage === undefined ? {} : { usage: { sink: opts.usage, periodMs: opts.usagePeriodMs ?? 60_000 } }),
+      })
+    : undefined;
+  const v2Calls: OpenV2Calls = new Map();
+  const onV2Call = v2 === undefined ? undefined : (call: V2Call): void => serveV2(call, cfg, v2, rentals, v2Calls);
   const maxMessage = maxRequestBytes(cfg);
   const server =
     cfg.transport === 'h2'
-      ? await startH2Transport(cfg, STREAM_SERVICE_NAMES.map(subscribePath), maxMessage, onCall)
+      ? await startH2Transport(cfg, STREAM_SERVICE_NAMES.map(subscribePath), maxMessage, onCall, onV2Call)
       : await startGrpcJsTransport(cfg, `${hostForUrl(cfg.host)}:${cfg.port}`, maxMessage, onCall);
   const port = server.port;
 
   let consumer: Consumer;
   try {
-    consumer = await bus.consume({ topics: [cfg.topics.transactions, cfg.topics.slots], from: 'latest', onBatch: hub.onBatch });
+    // Explicit start offsets rather than 'latest': v2 cursors are these positions, so the hub must know exactly
+    // where its reader begins. v2 also reads the retained slot records first (its slot timeline); v1 sees none.
+    const { transactions: txTopic, slots: slotsTopic } = cfg.topics;
+    const txEnds = await bus.endOffsets(txTopic);
+    const slotEnds = await bus.endOffsets(slotsTopic);
+    const slotStarts = v2 === undefined ? slotEnds : await bus.startOffsets(slotsTopic);
+    v2?.init(txEnds, slotStarts, slotEnds);
+    const onBatch = (messages: BusMessage[]): void => {
+      if (v2 === undefined) return hub.onBatch(messages);
+      const first = messages[0];
+      hub.onBatch(first !== undefined && first.topic === slotsTopic && v2.isSlotHistory(first) ? messages.filter((m) => !v2.isSlotHistory(m)) : messages);
+      for (const m of messages) {
+        if (m.topic === txTopic) v2.onTransaction(m);
+        else if (m.topic === slotsTopic) v2.onSlot(m);
+      }
+    };
+    consumer = await bus.consume({ topics: [txTopic, slotsTopic], from: { offsets: new Map([[txTopic, txEnds], [slotsTopic, slotStarts]]) }, onBatch });
     await consumer.ready;
   } catch (e) {
     hub.close();
     tables?.close();
+    v2?.close();
     await server.close(0);
     throw e;
   }
 
   // A rental deleted or downgraded takes its open streams with it, with the status a new stream would get.
-  const unwatch = rentals.onChange?.(() => recheckCallers(cfg, rentals, calls));
+  const unwatch = rentals.onChange?.(() => {
+    recheckCallers(cfg, rentals, calls);
+    recheckV2Callers(cfg, rentals, v2Calls);
+  });
 
   const address = `${hostForUrl(cfg.host)}:${port}`;
   // Port only: addresses are endpoints, and the launcher publishes them where they belong.
@@ -87,12 +127,14 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   return {
     address,
     stats: () => hub.stats(),
+    v2Stats: () => (v2 === undefined ? undefined : { streams: v2.streams, replays: v2.activeReplays, delivered: v2.counts.delivered, replaysStarted: v2.counts.replaysStarted, outOfRange: v2.counts.outOfRange }),
     close: () =>
       (closing ??= (async () => {
         unwatch?.();
         await consumer.close();
         hub.close();
         tables?.close();
+        v2?.close();
         await server.close(opts.shutdownGraceMs ?? 2000);
         log.info('fanout stopped');
       })()),

@@ -26,9 +26,16 @@ export type OverflowLimit = 'bytes' | 'messages' | 'lag' | 'budget';
 export type Overflow = { limit: OverflowLimit; max: number };
 
 export interface QueueHooks {
-  /** Called when a message is handed to the sink; `tag` is what push() was given (e.g. observed-at). */
-  onWrite?: (bytes: number, tag: number) => void;
+  /** Called when a message is handed to the sink, just before; `tag` is what push() was given (e.g. observed-at). */
+  onWrite?: (bytes: number, tag: number, buf: Buffer) => void;
+  /** A bound was crossed: everything waiting was dropped and the queue is closed (the owner ends the subscriber). */
   onOverflow: (o: Overflow) => void;
+  /**
+   * Asked first when a bound is crossed: true keeps the queue open and empty instead (a v2 stream whose lag policy
+   * skips); onOverflow is then not called, and afterSkip is, once the queue takes pushes again (the gap notice).
+   */
+  skipOnOverflow?: (o: Overflow) => boolean;
+  afterSkip?: () => void;
 }
 
 /** Compact the backing array once this many consumed slots sit at its head. */
@@ -124,13 +131,19 @@ export class SubscriberQueue implements BudgetedQueue {
   }
 
   private overflow(o: Overflow): false {
-    this.close();
+    // Reset first: the hook may push (a gap notice) into the emptied queue when it continues.
+    this.reset();
+    if (this.hooks.skipOnOverflow?.(o) === true) {
+      this.hooks.afterSkip?.();
+      return false;
+    }
+    this.closed = true;
     this.hooks.onOverflow(o);
     return false;
   }
 
   private writeOne(buf: Buffer, tag: number): void {
-    this.hooks.onWrite?.(buf.length, tag);
+    this.hooks.onWrite?.(buf.length, tag, buf);
     if (!this.sink.write(buf)) {
       this.blocked = true;
       this.sink.once('drain', this.onDrain);

@@ -75,7 +75,7 @@ const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 // ---- varints ---------------------------------------------------------------------------------------------
 
 /** Size of a varint for a non-negative integer ≤ 2^53 − 1. */
-function varintSize(v: number): number {
+export function varintSize(v: number): number {
   if (v < 0x80) return 1;
   if (v < 0x4000) return 2;
   if (v < 0x200000) return 3;
@@ -90,7 +90,7 @@ function varintSize(v: number): number {
 }
 
 /** Writes a varint for a non-negative integer ≤ 2^53 − 1; returns the offset after it. */
-function writeVarint(buf: Buffer, o: number, v: number): number {
+export function writeVarint(buf: Buffer, o: number, v: number): number {
   while (v >= 0x80) {
     buf[o++] = (v & 0x7f) | 0x80; // `&` takes the value mod 2^32 exactly, so the low 7 bits are right for any safe integer
     v = Math.floor(v / 0x80);
@@ -99,7 +99,7 @@ function writeVarint(buf: Buffer, o: number, v: number): number {
   return o;
 }
 
-function varint64Size(v: bigint): number {
+export function varint64Size(v: bigint): number {
   if (v <= MAX_SAFE_BIG) return varintSize(Number(v));
   let n = 1;
   while (v >= 0x80n) {
@@ -109,7 +109,7 @@ function varint64Size(v: bigint): number {
   return n;
 }
 
-function writeVarint64(buf: Buffer, o: number, v: bigint): number {
+export function writeVarint64(buf: Buffer, o: number, v: bigint): number {
   if (v <= MAX_SAFE_BIG) return writeVarint(buf, o, Number(v));
   while (v >= 0x80n) {
     buf[o++] = Number(v & 0x7fn) | 0x80;

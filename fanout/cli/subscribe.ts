@@ -34,10 +34,17 @@ export const SUBSCRIBE_SPEC: CommandSpec = {
     { name: 'service', value: Object.keys(SERVICE_CHOICES).join('|'), help: 'the gRPC service to call', default: 'StreamService' },
     { name: 'json', help: 'print JSON lines ({"slot","signature","filters","accountKeys"}, {"newSlot"}, {"pingId"})' },
     { name: 'verbose', help: 'also print heartbeat pings' },
+    { name: 'v2', help: 'use the v2 stream (meridian.stream.v2.StreamV2): cursors, resume, gap notices' },
+    { name: 'from-slot', value: 'N', help: 'v2: replay from this slot, then live' },
+    { name: 'from-cursor', value: 'C', help: 'v2: resume from this cursor (base64url, as printed), then live' },
+    { name: 'from-time', value: 'ISO', help: 'v2: replay from this time (ISO-8601), then live' },
+    { name: 'skip', help: 'v2: lag policy skip (gap notices) instead of close' },
   ],
   notes: `With no --include/--exclude/--required the filter matches every transaction.
 "subscribed" goes to stderr once the filter is in place; the stream's end status goes to stderr.
-Exit 0 on Ctrl-C or a clean end, 1 when the stream ends with an error, 2 on bad options.`,
+Exit 0 on Ctrl-C or a clean end, 1 when the stream ends with an error, 2 on bad options.
+--v2 prints "tx <slot> <signature> filters=<ids> cursor=<c>", "slot <n> <status>", "gap …" and "replay-complete" lines
+(--json: one JSON object per update with its seq and cursor); resume later with --from-cursor <the last cursor>.`,
 };
 
 export interface SubscribeOptions {
@@ -96,6 +103,8 @@ function codeName(code: number): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
+  if (argv.includes('--v2')) return (await import('./subscribe-v2')).runV2(parseCommand(argv, SUBSCRIBE_SPEC));
+  for (const o of ['--from-slot', '--from-cursor', '--from-time', '--skip']) if (argv.includes(o)) throw new UsageError(`${o} needs --v2`);
   const opts = parseSubscribeArgs(argv);
   const metadata = new grpc.Metadata();
   if (opts.token !== undefined) metadata.set('x-token', opts.token);

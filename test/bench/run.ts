@@ -19,6 +19,7 @@ const BENCHES: BenchModule[] = [
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
   { file: './fanout-lookup', title: 'fanout matching with lookup tables resolved', entry: 'benchFanoutLookup' },
+  { file: './stream-v2', title: 'stream v2 beside v1 (hub CPU, replay)', entry: 'benchStreamV2' },
   { file: './fanout-raw', title: 'fanout per delivered message (raw HTTP/2 load client)', entry: 'benchFanoutRaw' },
   { file: './billing', title: 'billing', entry: 'benchBilling' },
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },

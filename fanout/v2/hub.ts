@@ -1,0 +1,460 @@
+import type { Bus, BusMessage, Consumer } from '../../bus/bus';
+import type { Rental } from '../../bus/topics/rentals';
+import { decodeSlotRecord } from '../../bus/topics/stream-slots';
+import { decodeTxRecord, SIGNATURE_SZ } from '../../bus/topics/stream-transactions';
+import type { UsageSink } from '../../bus/usage-producer';
+import type { Log } from '../../infra/base/log';
+import { encodeSlotShared, encodeTxShared, SlotStatus } from '../../proto/wire-v2';
+import type { FanoutConfig } from '../config';
+import { streamError, type StreamError, type StreamErrorKind } from '../errors';
+import { FilterIndex } from '../filter-index';
+import { noResolution, type LoadedAddressResolver } from '../loaded-addresses';
+import { fanoutMetrics } from '../metrics';
+import type { QueueBudget } from '../queue-budget';
+import type { StreamLimits, StreamOrigin } from '../stream-limits';
+import { StreamUsage } from '../stream-usage';
+import { clonePosition, cursorText, decodeCursor, encodeCursor, TopicTag, type Position } from './cursor';
+import type { V2Start } from './request';
+import { V2Session, type ReplayRecord, type ResolvedStart, type V2Context, type V2Port } from './session';
+import { SlotTimeline } from './slot-timeline';
+
+// The v2 hub: between the bus reader the fanout already runs and the v2 streams. It keeps the live bus position
+// (next offset per partition of each stream topic: every update's cursor), matches each transaction once through
+// its own filter index, encodes a record's shared part once (proto/wire-v2.ts) and hands it to every matching live
+// stream; it resolves starts (cursor, slot, time) against the bus, opens replays and bounds them.
+//
+// Transactions are not de-duplicated by signature here, unlike v1: a cursor names bus records, and a replay that
+// starts mid-stream cannot know which signatures came before it, so deduplication would make a resumed stream
+// differ from an uninterrupted one. Redundant ingest's duplicates arrive with distinct cursors; clients drop them
+// by Transaction.signature.
+
+export interface V2HubOptions {
+  bus: Bus;
+  budget: QueueBudget;
+  streamLimits: StreamLimits;
+  /** Lookup-table resolution (fanout/loaded-addresses.ts); v2 does not call it yet (see the README). */
+  resolver?: LoadedAddressResolver;
+  usage?: { sink: UsageSink; periodMs: number };
+  log: Log;
+  now?: () => number;
+}
+
+/**
+ * A transaction of slot S can reach stream.transactions before the stream.slots record of S's first shred only by
+ * the two produce calls racing; a slot start begins this much earlier on the transaction topic and drops what is
+ * older than S by its slot.
+ */
+const SLOT_START_MARGIN_MS = 2000;
+/** Slots remembered for slot starts: 4.6 days at 2.5 slots/s. */
+const TIMELINE_MAX = 1_000_000;
+/** How old the cached first retained offsets may be when a start is checked against them. */
+const STARTS_MAX_AGE_MS = 10_000;
+const STARTS_REFRESH_MS = 1000;
+
+function toArray(m: Map<number, string>): number[] {
+  const out: number[] = [];
+  for (const [p, o] of m) out[p] = Number(o);
+  for (let i = 0; i < out.length; i++) out[i] ??= 0;
+  return out;
+}
+
+export class V2Hub {
+  readonly index = new FilterIndex<V2Session>();
+  private readonly sessions = new Set<V2Session>();
+  private readonly replaying = new Set<V2Session>();
+  private readonly position: Position = new Map();
+  private cursorCache: Buffer | null = null;
+  /** Slots-topic records below these offsets were read as history at start (the timeline), not sent live. */
+  private slotsLiveFrom: number[] = [];
+  private readonly timeline = new SlotTimeline(TIMELINE_MAX);
+  private newest = 0n;
+  private replays = 0;
+  private nextId = 1;
+  private closed = false;
+  private readonly heartbeatTimer: NodeJS.Timeout;
+  private readonly startsTimer: NodeJS.Timeout;
+  private readonly usage: StreamUsage | undefined;
+  private readonly ctx: V2Context;
+  private readonly now: () => number;
+  readonly resolver: LoadedAddressResolver;
+  readonly counts = { delivered: 0, deliveredTransactions: 0, bytes: 0, replaysStarted: 0, outOfRange: 0 };
+
+  constructor(
+    private readonly cfg: FanoutConfig,
+    private readonly opts: V2HubOptions,
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.resolver = opts.resolver ?? noResolution;
+    const hub = this;
+    this.ctx = {
+      index: this.index,
+      limits: {
+        maxFilters: cfg.maxFilters,
+        maxKeysPerList: cfg.maxKeysPerList,
+        maxFilterNameLen: cfg.maxFilterNameLen,
+        maxKeysPerStream: cfg.maxKeysPerStream,
+        maxFilterUpdatesPerSec: cfg.maxFilterUpdatesPerSec,
+        maxKeysTotal: cfg.maxKeysTotal,
+      },
+      queueLimits: { maxBytes: cfg.queueMaxBytes, maxMessages: cfg.queueMaxMessages, maxLagMs: cfg.queueMaxLagMs },
+      budget: opts.budget,
+      now: this.now,
+      hubPosition: () => this.position,
+      hubCursor: () => this.cursor(),
+      livePosition: () => this.livePosition(),
+      newestSlot: () => this.newest,
+      resolveStart: (s) => this.resolveStart(s),
+      openReplay: (from, onBatch) => this.openReplay(from, onBatch),
+      watch: (s) => void this.replaying.add(s),
+      admitReplay: () => {
+        if (this.replays >= cfg.v2.maxReplays) return false;
+        this.replays++;
+        this.counts.replaysStarted++;
+        return true;
+      },
+      get maxReplays() {
+        return cfg.v2.maxReplays;
+      },
+      releaseReplay: () => void this.replays--,
+      replayRatePerSec: cfg.v2.replayRecordsPerSec,
+      replayRecord: (s, index, r, cursor) => this.replayRecord(s, index, r, cursor),
+      onWrite: (bytes, isTx) => {
+        hub.counts.delivered++;
+        hub.counts.bytes += bytes;
+        if (isTx) hub.counts.deliveredTransactions++;
+        fanoutMetrics.messagesSent.inc();
+        fanoutMetrics.bytesSent.inc(bytes);
+      },
+      onEnd: (s, reason) => this.onEnd(s, reason),
+    };
+    this.heartbeatTimer = setInterval(() => {
+      for (const s of this.sessions) s.heartbeat();
+    }, cfg.heartbeatMs);
+    this.heartbeatTimer.unref();
+    this.startsTimer = setInterval(() => this.refreshStarts(), STARTS_REFRESH_MS);
+    this.startsTimer.unref();
+    this.usage = opts.usage === undefined ? undefined : new StreamUsage(opts.usage.sink, () => this.sessions, opts.usage.periodMs);
+  }
+
+  /**
+   * Where the fanout's reader starts: transactions at `txEnds` (live), slots at `slotsStarts` (the retained
+   * history feeds the slot timeline; live slot updates begin at `slotsEnds`). Called once before any record.
+   */
+  init(txEnds: Map<number, string>, slotsStarts: Map<number, string>, slotsEnds: Map<number, string>): void {
+    this.position.set(TopicTag.transactions, toArray(txEnds));
+    this.position.set(TopicTag.slots, toArray(slotsStarts));
+    this.slotsLiveFrom = toArray(slotsEnds);
+    this.cursorCache = null;
+    this.refreshStarts();
+  }
+
+  /** Is this slots-topic record history (read at start for the timeline), not to be sent to anyone? */
+  isSlotHistory(m: BusMessage): boolean {
+    return Number(m.offset) < (this.slotsLiveFrom[m.partition] ?? 0);
+  }
+
+  open(port: V2Port, rental: Rental | undefined, origin: StreamOrigin | undefined): V2Session | StreamError {
+    const refusal = this.closed ? null : this.opts.streamLimits.admit(origin);
+    if (refusal !== null) {
+      fanoutMetrics.streamRefused(refusal.per).inc();
+      return streamError('tooManyStreams', refusal);
+    }
+    const s = new V2Session(this.nextId++, port, this.ctx, rental, origin);
+    if (this.closed) s.shutdown();
+    else this.sessions.add(s);
+    return s;
+  }
+
+  get streams(): number {
+    return this.sessions.size;
+  }
+
+  get activeReplays(): number {
+    return this.replays;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeatTimer);
+    clearInterval(this.startsTimer);
+    this.usage?.close();
+    for (const s of [...this.sessions]) s.shutdown();
+  }
+
+  // ---- live records ---------------------------------------------------------------------------------------------
+
+  onTransaction(m: BusMessage): void {
+    const p = m.partition;
+    const o = Number(m.offset);
+    const offs = this.position.get(TopicTag.transactions)!;
+    if (o < (offs[p] ?? 0)) return; // a reader restart redelivered it
+    if (o > (offs[p] ?? 0)) this.liveGap(TopicTag.transactions, p, offs[p] ?? 0, o);
+    offs[p] = o + 1;
+    this.cursorCache = null;
+    if (m.value === null) return;
+    const d = decodeTxRecord(m.value);
+    if (!d.ok) return;
+    const r = d.record;
+    if (r.slot > this.newest) this.newest = r.slot;
+    if (this.index.size.subscribers === 0) return this.afterRecord();
+    const matches = this.index.match(r.accountKeys);
+    let shared: Buffer | undefined;
+    let cursor: Buffer | undefined;
+    for (const mt of matches) {
+      const s = mt.sub;
+      if (!s.isLive || !s.aboveFloor(TopicTag.transactions, p, o) || r.slot < s.minSlot) continue;
+      cursor ??= this.cursor();
+      if (s.hasFloor) {
+        // Resumed ahead of this hub on some partition: its own cursor until the hub passes (rare, short).
+        const own = s.cursor();
+        if (own !== cursor) {
+          s.deliverTx(mt.mask, mt.set, this.txShared(own, m.key, r), own, false);
+          continue;
+        }
+      }
+      shared ??= this.txShared(cursor, m.key, r);
+      s.deliverTx(mt.mask, mt.set, shared, cursor, false);
+    }
+    this.afterRecord();
+  }
+
+  onSlot(m: BusMessage): void {
+    const p = m.partition;
+    const o = Number(m.offset);
+    const offs = this.position.get(TopicTag.slots)!;
+    if (o < (offs[p] ?? 0)) return;
+    if (o > (offs[p] ?? 0) && o > (this.slotsLiveFrom[p] ?? 0)) this.liveGap(TopicTag.slots, p, Math.max(offs[p] ?? 0, this.slotsLiveFrom[p] ?? 0), o);
+    offs[p] = o + 1;
+    this.cursorCache = null;
+    if (m.value === null) return;
+    const r = decodeSlotRecord(m.value);
+    if (r === null) return;
+    this.timeline.add({ slot: r.slot, partition: p, offset: o, appendedAtMs: m.timestamp });
+    if (o < (this.slotsLiveFrom[p] ?? 0)) return;
+    if (r.slot > this.newest) this.newest = r.slot;
+    let shared: Buffer | undefined;
+    let cursor: Buffer | undefined;
+    for (const s of this.sessions) {
+      if (!s.slots || !s.isLive || !s.aboveFloor(TopicTag.slots, p, o) || r.slot < s.minSlot) continue;
+      cursor ??= this.cursor();
+      if (s.hasFloor) {
+        const own = s.cursor();
+        if (own !== cursor) {
+          s.deliverSlot(encodeSlotShared(own, this.now(), r.slot, SlotStatus.firstShredReceived, r.firstSeenMs), own, false);
+          continue;
+        }
+      }
+      shared ??= encodeSlotShared(cursor, this.now(), r.slot, SlotStatus.firstShredReceived, r.firstSeenMs);
+      s.deliverSlot(shared, cursor, false);
+    }
+    this.afterRecord();
+  }
+
+  /**
+   * The hub's own reader lost [from, to) to retention (the embedded bus drops what a reader that far behind has
+   * not read). Every live stream is told, with the range, before anything after it.
+   */
+  private liveGap(tag: TopicTag, p: number, from: number, to: number): void {
+    const before = clonePosition(this.position);
+    before.get(tag)![p] = from;
+    const fromCursor = encodeCursor(before);
+    const after = clonePosition(this.position);
+    after.get(tag)![p] = to;
+    const cursor = encodeCursor(after);
+    for (const s of this.sessions) if (s.isLive) s.gap(fromCursor, cursor, to - from);
+  }
+
+  /** Replays whose position the hub has just reached hand over now. */
+  private afterRecord(): void {
+    if (this.replaying.size === 0) return;
+    for (const s of [...this.replaying]) if (s.checkCaughtUp() || !s.isReplaying) this.replaying.delete(s);
+  }
+
+  private txShared(cursor: Buffer, key: Buffer | null, r: { slot: bigint; message: Buffer; observedAtMs: number }): Buffer {
+    const signature = key !== null && key.length === SIGNATURE_SZ ? key : Buffer.alloc(0);
+    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature, decoded: r.message, raw: null, observedAtMs: r.observedAtMs });
+  }
+
+  private cursor(): Buffer {
+    return (this.cursorCache ??= encodeCursor(this.position));
+  }
+
+  private livePosition(): Position {
+    const p = clonePosition(this.position);
+    const slots = p.get(TopicTag.slots)!;
+    for (let i = 0; i < this.slotsLiveFrom.length; i++) slots[i] = Math.max(slots[i] ?? 0, this.slotsLiveFrom[i]!);
+    return p;
+  }
+
+  // ---- replay ---------------------------------------------------------------------------------------------------
+
+  private topicOf(tag: TopicTag): string {
+    return tag === TopicTag.transactions ? this.cfg.topics.transactions : this.cfg.topics.slots;
+  }
+
+  private async openReplay(from: Position, onBatch: (records: ReplayRecord[]) => Promise<void>): Promise<Consumer> {
+    const offsets = new Map<string, Map<number, string>>();
+    for (const [tag, offs] of from) offsets.set(this.topicOf(tag), new Map(offs.map((o, p) => [p, String(o)])));
+    const txTopic = this.cfg.topics.transactions;
+    const c = await this.opts.bus.consume({
+      topics: [...offsets.keys()],
+      from: { offsets },
+      maxBytes: 1 << 20,
+      onBatch: (messages) =>
+        onBatch(
+          messages.map((m) => ({
+            tag: m.topic === txTopic ? TopicTag.transactions : TopicTag.slots,
+            partition: m.partition,
+            offset: Number(m.offset),
+            key: m.key,
+            value: m.value,
+            timestamp: m.timestamp,
+          })),
+        ),
+    });
+    return c;
+  }
+
+  private replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): void {
+    if (r.value === null) return;
+    if (r.tag === TopicTag.transactions) {
+      const d = decodeTxRecord(r.value);
+      if (!d.ok || d.record.slot < s.minSlot) return;
+      const mt = index.match(d.record.accountKeys);
+      for (const x of mt) {
+        const c = cursor();
+        s.deliverTx(x.mask, x.set, this.txShared(c, r.key, d.record), c, true);
+      }
+      return;
+    }
+    if (!s.slots) return;
+    const sr = decodeSlotRecord(r.value);
+    if (sr === null || sr.slot < s.minSlot) return;
+    const c = cursor();
+    s.deliverSlot(encodeSlotShared(c, this.now(), sr.slot, SlotStatus.firstShredReceived, sr.firstSeenMs), c, true);
+  }
+
+  // ---- start resolution -------------------------------------------------------------------------------------------
+
+  private async fetchOffsets(which: 'start' | 'end'): Promise<Position> {
+    const tags = [TopicTag.transactions, TopicTag.slots] as const;
+    const got = await Promise.all(tags.map((t) => (which === 'start' ? this.opts.bus.startOffsets(this.topicOf(t)) : this.opts.bus.endOffsets(this.topicOf(t)))));
+    return new Map(tags.map((t, i) => [t, toArray(got[i]!)]));
+  }
+
+  /**
+   * The first retained offsets, at most STARTS_MAX_AGE_MS old (a refresher keeps them so; a Kafka round trip per
+   * start would cost most of the 100 ms OUT_OF_RANGE promises). Stale by up to that much, a start just past the
+   * retention edge is accepted, and its replay then meets the missing records and says so with a retention Gap.
+   */
+  private async starts(): Promise<Position> {
+    const c = this.startsCache;
+    if (c !== null && this.now() - c.at < STARTS_MAX_AGE_MS) return c.starts;
+    const starts = await this.fetchOffsets('start');
+    this.startsCache = { at: this.now(), starts };
+    return starts;
+  }
+
+  private startsCache: { at: number; starts: Position } | null = null;
+
+  private refreshStarts(): void {
+    if (this.refreshing) return;
+    this.refreshing = true;
+    this.fetchOffsets('start').then(
+      (starts) => {
+        this.refreshing = false;
+        this.startsCache = { at: this.now(), starts };
+      },
+      () => void (this.refreshing = false),
+    );
+  }
+
+  private refreshing = false;
+
+  /** The oldest point a start may name, for OUT_OF_RANGE: a cursor, and the oldest slot still retained. */
+  private oldest(starts: Position): string {
+    const slotStarts = starts.get(TopicTag.slots)!;
+    let oldestSlot: bigint | undefined;
+    for (let m = this.timeline.oldest; m !== undefined; ) {
+      if (m.offset >= (slotStarts[m.partition] ?? 0)) {
+        oldestSlot = m.slot;
+        break;
+      }
+      this.timeline.dropBefore(m.partition, slotStarts[m.partition] ?? 0);
+      m = this.timeline.oldest;
+    }
+    return `cursor ${cursorText(encodeCursor(starts))}${oldestSlot === undefined ? '' : `, slot ${oldestSlot}`}`;
+  }
+
+  private outOfRange(what: string, starts: Position): StreamError {
+    this.counts.outOfRange++;
+    return streamError('outOfRange', { what, oldest: this.oldest(starts) });
+  }
+
+  async resolveStart(s: V2Start): Promise<ResolvedStart | StreamError> {
+    const from = s.from;
+    if (from === undefined) return { position: null, minSlot: 0n };
+    const starts = await this.starts();
+    if ('cursor' in from) {
+      const d = decodeCursor(from.cursor);
+      if (!d.ok) return streamError('invalidStart', { why: `cursor: ${d.reason}` });
+      const pos = d.position;
+      if (!pos.has(TopicTag.slots)) pos.set(TopicTag.slots, this.livePosition().get(TopicTag.slots)!);
+      // The bus's end offsets only matter for a cursor ahead of this hub (the hub never reads past the end).
+      let ahead = false;
+      for (const [tag, offs] of pos) offs.forEach((o, p) => (ahead ||= o > (this.position.get(tag)?.[p] ?? 0)));
+      const ends = ahead ? await this.fetchOffsets('end') : this.position;
+      for (const [tag, offs] of pos) {
+        const st = starts.get(tag)!;
+        const en = ends.get(tag)!;
+        if (offs.length !== st.length) return streamError('invalidStart', { why: `cursor names ${offs.length} partitions of ${this.topicOf(tag)}, which has ${st.length}` });
+        for (let p = 0; p < offs.length; p++) {
+          if (offs[p]! < st[p]!) return this.outOfRange(`cursor ${cursorText(from.cursor)}`, starts);
+          if (offs[p]! > en[p]!) return streamError('invalidStart', { why: `cursor is ahead of this bus at ${this.topicOf(tag)}/${p} (a cursor of another cluster?)` });
+        }
+      }
+      return { position: pos, minSlot: 0n };
+    }
+    if ('slot' in from) {
+      this.oldest(starts); // drops timeline marks the bus no longer holds
+      const oldest = this.timeline.oldest;
+      if (oldest === undefined || from.slot > this.timeline.newest!.slot) {
+        // Nothing retained yet, or a slot not seen yet: live, and nothing older than the slot.
+        if (oldest !== undefined || from.slot > this.newest) return { position: null, minSlot: from.slot };
+        return this.outOfRange(`slot ${from.slot}`, starts);
+      }
+      if (from.slot < oldest.slot) return this.outOfRange(`slot ${from.slot}`, starts);
+      const mark = this.timeline.atOrAfter(from.slot)!;
+      const at = mark.appendedAtMs - SLOT_START_MARGIN_MS;
+      const pos = await this.positionsAt(at, starts, `slot ${from.slot}`, [TopicTag.transactions]);
+      if ('code' in pos) return pos;
+      pos.get(TopicTag.slots)![mark.partition] = Math.min(pos.get(TopicTag.slots)![mark.partition]!, mark.offset);
+      return { position: pos, minSlot: from.slot };
+    }
+    const pos = await this.positionsAt(from.timeMs, starts, `time ${new Date(from.timeMs).toISOString()}`);
+    return 'code' in pos ? pos : { position: pos, minSlot: 0n };
+  }
+
+  /**
+   * Offsets of the first records appended at or after `ms`. When that is a partition's first retained record and
+   * the bus has dropped records before it, some of the dropped ones may have been at or after `ms`: OUT_OF_RANGE
+   * (never a silent gap; the error names the oldest point to start from instead).
+   */
+  private async positionsAt(ms: number, starts: Position, what: string, checked: readonly TopicTag[] = [TopicTag.transactions, TopicTag.slots]): Promise<Position | StreamError> {
+    const pos: Position = new Map();
+    for (const tag of [TopicTag.transactions, TopicTag.slots] as const) {
+      const offs = toArray(await this.opts.bus.offsetsForTime(this.topicOf(tag), ms));
+      const st = starts.get(tag)!;
+      if (checked.includes(tag)) for (let p = 0; p < offs.length; p++) if (offs[p]! <= st[p]! && st[p]! > 0) return this.outOfRange(what, starts);
+      pos.set(tag, offs);
+    }
+    return pos;
+  }
+
+  private onEnd(s: V2Session, _reason: StreamErrorKind | 'client' | 'server_close'): void {
+    if (this.sessions.delete(s)) this.opts.streamLimits.release(s.origin);
+    this.replaying.delete(s);
+    this.usage?.ended(s);
+  }
+}

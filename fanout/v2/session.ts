@@ -1,0 +1,509 @@
+import type { Consumer } from '../../bus/bus';
+import type { Rental } from '../../bus/topics/rentals';
+import { frameUpdate, encodeFilterAck, encodeFilterIds, encodeGap, encodeHeartbeat, encodePong, encodeReplayComplete, FilterAckStatus, GapReason, stampSeq } from '../../proto/wire-v2';
+import { streamError, type StreamError, type StreamErrorKind } from '../errors';
+import { compileFilters, specKeyCount, type CompiledFilterSet, type FilterSpec } from '../filter';
+import { FilterIndex } from '../filter-index';
+import type { QueueBudget } from '../queue-budget';
+import type { StreamOrigin } from '../stream-limits';
+import { SubscriberQueue, type Overflow, type Sink } from '../subscriber-queue';
+import { UpdateRate } from '../update-rate';
+import { clonePosition, cursorText, encodeCursor, TopicTag, type Position } from './cursor';
+import type { V2Request } from './request';
+
+// One v2 Subscribe stream (proto/stream_v2.proto). Its rules:
+//   - nothing but acknowledgements and pongs before `start`; filters added before it apply from the start point;
+//   - each filter request is acknowledged by id, OK or a reason; a refused one changes nothing and the stream goes on;
+//   - every update gets `seq` when it is handed to the transport (stampSeq), so updates dropped from the queue
+//     never leave a hole; what was dropped is announced by a Gap before anything after it;
+//   - replay: a bus reader of its own from the start position, paced by this stream's queue and a rate, matched
+//     against this stream's filters only; it hands over to the hub's live records at the first moment its position
+//     has reached the hub's, with no record twice and none missed (per partition, by offset);
+//   - lag policy close: DATA_LOSS naming the cursor of the last update written; skip: Gap and carry on.
+
+/** What the stream writes to and how it ends; the transport's call. */
+export interface V2Port extends Sink {
+  end(e?: StreamError): void;
+}
+
+/** A start as the hub resolved it: bus positions per topic, and a slot floor for slot starts. */
+export interface ResolvedStart {
+  /** Where to begin; null = live. */
+  position: Position | null;
+  minSlot: bigint;
+}
+
+/** What a session needs from its hub (hub.ts). */
+export interface V2Context {
+  readonly index: FilterIndex<V2Session>;
+  limits: { maxFilters: number; maxKeysPerList: number; maxFilterNameLen: number; maxKeysPerStream: number; maxFilterUpdatesPerSec: number; maxKeysTotal: number };
+  queueLimits: { maxBytes: number; maxMessages: number; maxLagMs: number };
+  budget: QueueBudget;
+  now(): number;
+  /** The hub's live position (next offset per partition of each topic) and its encoding. */
+  hubPosition(): Position;
+  hubCursor(): Buffer;
+  /** Where a live start begins (the hub's position; the slots topic past the history read at start). */
+  livePosition(): Position;
+  newestSlot(): bigint;
+  resolveStart(req: NonNullable<V2Request['start']>): Promise<ResolvedStart | StreamError>;
+  /** Opens a bus reader for this session's replay from `from` (independent, explicit offsets). */
+  /** The session now replays: the hub checks its hand-over after each live record. */
+  watch(s: V2Session): void;
+  openReplay(from: Position, onBatch: (records: ReplayRecord[]) => Promise<void>): Promise<Consumer>;
+  /** Admits one more replay (process cap) and releases it. */
+  admitReplay(): boolean;
+  readonly maxReplays: number;
+  releaseReplay(): void;
+  replayRatePerSec: number;
+  /** Decodes and matches one record for a replaying session, delivering through the session's deliver* methods. */
+  replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): void;
+  onWrite(bytes: number, isTx: boolean): void;
+  onEnd(s: V2Session, reason: StreamErrorKind | 'client' | 'server_close'): void;
+}
+
+/** One bus record as the replay reader hands it over. */
+export interface ReplayRecord {
+  tag: TopicTag;
+  partition: number;
+  offset: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  timestamp: number;
+}
+
+type State = 'new' | 'resolving' | 'replaying' | 'live' | 'ended';
+
+/** A replay waits while the stream's queue holds more than this (messages / bytes). */
+const REPLAY_QUEUE_MESSAGES = 512;
+const REPLAY_QUEUE_BYTES = 1 << 20;
+const REPLAY_WAIT_MS = 2;
+const MAX_FILTER_ID_BYTES = 128;
+
+export class V2Session {
+  state: State = 'new';
+  slots = false;
+  minSlot = 0n;
+  filters: CompiledFilterSet | null = null;
+  private readonly specs = new Map<string, FilterSpec>();
+  private readonly idsCache = new Map<number, Buffer>();
+  private readonly queue: SubscriberQueue;
+  private readonly rate: UpdateRate;
+  private seq = 0;
+  /** Cursors of the updates pushed and not yet written (null for updates without one), oldest first. */
+  private pending: Array<Buffer | null> = [];
+  private pendingHead = 0;
+  /** Cursor of the last update written that carried one (where a gap starts). */
+  private lastWritten: Buffer | null = null;
+  private skipPolicy = false;
+  /** Live: records below these offsets were delivered by the replay (or precede a live start). */
+  private floor: Position | null = null;
+  // Replay
+  private replayPos: Position | null = null;
+  private replayIndex: FilterIndex<V2Session> | null = null;
+  private replayConsumer: Consumer | null = null;
+  private replayed = 0;
+  private replayAdmitted = false;
+  private tokens = 0;
+  private tokensAt = 0;
+  /** Transactions written (usage metering). */
+  private delivered = 0;
+
+  constructor(
+    readonly id: number,
+    private readonly port: V2Port,
+    private readonly ctx: V2Context,
+    readonly rental?: Rental,
+    readonly origin?: StreamOrigin,
+  ) {
+    this.rate = new UpdateRate(ctx.limits.maxFilterUpdatesPerSec);
+    this.queue = new SubscriberQueue(
+      port,
+      ctx.queueLimits,
+      {
+        onWrite: (bytes, tag, buf) => {
+          stampSeq(buf, ++this.seq);
+          const c = this.pending[this.pendingHead];
+          this.pending[this.pendingHead++] = null;
+          if (this.pendingHead > 1024 && this.pendingHead * 2 > this.pending.length) {
+            this.pending = this.pending.slice(this.pendingHead);
+            this.pendingHead = 0;
+          }
+          if (c !== null && c !== undefined) this.lastWritten = c;
+          if (tag === GAP_TAG) this.unsentGap = null;
+          if (tag === 1) this.delivered++;
+          ctx.onWrite(bytes, tag === 1);
+        },
+        onOverflow: (o) => this.closeLagged(o),
+        skipOnOverflow: (o) => this.skipLagged(o),
+        afterSkip: () => this.afterSkip(),
+      },
+      ctx.budget,
+      ctx.now,
+    );
+  }
+
+  get isEnded(): boolean {
+    return this.state === 'ended';
+  }
+
+  get isLive(): boolean {
+    return this.state === 'live';
+  }
+
+  get isReplaying(): boolean {
+    return this.state === 'replaying';
+  }
+
+  get queueDepth(): number {
+    return this.queue.depth;
+  }
+
+  takeDelivered(): number {
+    const n = this.delivered;
+    this.delivered = 0;
+    return n;
+  }
+
+  // ---- requests -----------------------------------------------------------------------------------------------
+
+  handle(r: V2Request): void {
+    if (this.state === 'ended') return;
+    if (r.ping !== undefined) this.push(encodePong(this.ctx.now(), r.ping), null, 0);
+    if (r.add !== undefined) this.addFilter(r.add.id, r.add.spec, r.add.raw);
+    if (r.remove !== undefined) this.removeFilter(r.remove);
+    if (r.start !== undefined) this.start(r.start);
+  }
+
+  private ack(id: string, status: FilterAckStatus, reason = '', reasonCode = ''): void {
+    this.push(encodeFilterAck(this.ctx.now(), { id, status, reason, reasonCode }), null, 0);
+  }
+
+  private addFilter(id: string, spec: FilterSpec, raw: boolean): void {
+    if (id.length === 0 || Buffer.byteLength(id, 'utf8') > MAX_FILTER_ID_BYTES) return this.ack(id, FilterAckStatus.invalid, `filter id must be 1–${MAX_FILTER_ID_BYTES} bytes`, 'invalid_filter_id');
+    if (raw) return this.ack(id, FilterAckStatus.invalid, 'TRANSACTION_ENCODING_RAW is not served yet; use DECODED', 'unsupported_encoding');
+    const entries = new Map(this.specs);
+    entries.set(id, spec);
+    this.apply(id, entries);
+  }
+
+  private removeFilter(id: string): void {
+    if (!this.specs.has(id)) return this.ack(id, FilterAckStatus.unknownFilter, `no filter with id ${JSON.stringify(id.slice(0, 64))}`, 'unknown_filter');
+    const entries = new Map(this.specs);
+    entries.delete(id);
+    this.apply(id, entries);
+  }
+
+  /** Compiles the whole set with the change (unchanged filters are reused), or acknowledges why not. */
+  private apply(id: string, entries: Map<string, FilterSpec>): void {
+    const now = this.ctx.now();
+    const lim = this.ctx.limits;
+    if (!this.rate.allow(now)) return this.ack(id, FilterAckStatus.rateLimited, `more than ${lim.maxFilterUpdatesPerSec} filter requests per second`, 'subscribe_rate_limit');
+    const list = [...entries];
+    const keys = specKeyCount(list);
+    if (keys > lim.maxKeysPerStream) return this.ack(id, FilterAckStatus.limitReached, `filters would hold ${keys} keys (at most ${lim.maxKeysPerStream} per stream)`, 'too_many_keys');
+    if (this.ctx.index.totalKeys - this.ctx.index.keysOf(this) + keys > lim.maxKeysTotal) return this.ack(id, FilterAckStatus.limitReached, `the server holds its maximum of ${lim.maxKeysTotal} filter keys`, 'filter_capacity');
+    if (list.length === 0) {
+      this.specs.clear();
+      this.filters = null;
+      this.ctx.index.remove(this);
+      this.replayIndex?.remove(this);
+      this.idsCache.clear();
+      return this.ack(id, FilterAckStatus.ok);
+    }
+    const compiled = compileFilters(list, lim, this.filters);
+    if (!compiled.ok) {
+      const e = compiled.error;
+      const status = e.kind === 'tooManyFilters' || e.kind === 'tooManyKeys' ? FilterAckStatus.limitReached : FilterAckStatus.invalid;
+      return this.ack(id, status, e.details, e.reason);
+    }
+    this.specs.clear();
+    for (const [k, v] of list) this.specs.set(k, v);
+    this.filters = compiled.set;
+    this.idsCache.clear();
+    this.ctx.index.replace(this, compiled.set);
+    this.replayIndex?.replace(this, compiled.set);
+    this.ack(id, FilterAckStatus.ok);
+  }
+
+  private start(s: NonNullable<V2Request['start']>): void {
+    if (this.state !== 'new') return this.fail(streamError('invalidStart', { why: 'already_started: a stream takes one Start' }));
+    this.slots = s.slots;
+    this.skipPolicy = s.lagPolicy === 'skip';
+    if (s.raw) return this.fail(streamError('invalidStart', { why: 'TRANSACTION_ENCODING_RAW is not served yet; use DECODED' }));
+    if (s.from === undefined) {
+      this.floor = this.ctx.livePosition();
+      this.state = 'live';
+      return;
+    }
+    this.state = 'resolving';
+    this.ctx.resolveStart(s).then(
+      (r) => this.begin(r),
+      (e: unknown) => this.fail(streamError('replayFailed', { why: e instanceof Error ? e.message : String(e) })),
+    );
+  }
+
+  private begin(r: ResolvedStart | StreamError): void {
+    if (this.state !== 'resolving') return;
+    if ('code' in r) return this.fail(r);
+    this.minSlot = r.minSlot;
+    if (r.position === null) {
+      this.floor = this.ctx.livePosition();
+      this.state = 'live';
+      return;
+    }
+    this.replayPos = clonePosition(r.position);
+    this.state = 'replaying';
+    if (this.checkCaughtUp()) return;
+    this.ctx.watch(this); // nothing to replay: ReplayComplete at once, no reader opened
+    if (!this.ctx.admitReplay()) return this.fail(streamError('tooManyReplays', { max: this.ctx.maxReplays }));
+    this.replayAdmitted = true;
+    this.replayIndex = new FilterIndex<V2Session>();
+    if (this.filters !== null) this.replayIndex.replace(this, this.filters);
+    this.tokensAt = this.ctx.now();
+    this.ctx.openReplay(this.replayPos, (records) => this.onReplayBatch(records)).then(
+      (c) => {
+        if (this.state !== 'replaying') void c.close();
+        else this.replayConsumer = c;
+      },
+      (e: unknown) => this.fail(streamError('replayFailed', { why: e instanceof Error ? e.message : String(e) })),
+    );
+  }
+
+  // ---- replay -------------------------------------------------------------------------------------------------
+
+  private async onReplayBatch(records: ReplayRecord[]): Promise<void> {
+    for (const r of records) {
+      if (this.state !== 'replaying') return;
+      const pos = this.replayPos!;
+      const offs = pos.get(r.tag);
+      if (offs === undefined || r.partition >= offs.length) continue;
+      const next = offs[r.partition]!;
+      if (r.offset < next) continue; // a redelivery (reader restart): already handled
+      if (!this.takeRoom()) {
+        await this.room();
+        if (this.state !== 'replaying') return;
+      }
+      if (r.offset > next) this.retentionGap(r, next);
+      offs[r.partition] = r.offset + 1;
+      let cursor: Buffer | null = null;
+      this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= encodeCursor(pos)));
+      if (this.checkCaughtUp()) return;
+    }
+  }
+
+  /** The bus dropped [next, r.offset) before the replay got there (embedded bus retention while we waited). */
+  private retentionGap(r: ReplayRecord, next: number): void {
+    const before = clonePosition(this.replayPos!);
+    before.get(r.tag)![r.partition] = next;
+    const after = clonePosition(this.replayPos!);
+    after.get(r.tag)![r.partition] = r.offset;
+    this.push(encodeGap(encodeCursor(after), this.ctx.now(), { fromCursor: encodeCursor(before), reason: GapReason.retention, count: r.offset - next, firstSlot: 0n, lastSlot: 0n }), encodeCursor(after), 0);
+  }
+
+  /** One more record now, if the queue has room and the rate allows (no promise on the common path). */
+  private takeRoom(): boolean {
+    const now = this.ctx.now();
+    const rate = this.ctx.replayRatePerSec;
+    this.tokens = Math.min(rate / 10, this.tokens + ((now - this.tokensAt) * rate) / 1000);
+    this.tokensAt = now;
+    const q = this.ctx.queueLimits;
+    if (this.tokens >= 1 && this.queue.depth < Math.min(REPLAY_QUEUE_MESSAGES, q.maxMessages >> 1) && this.queue.bytes < Math.min(REPLAY_QUEUE_BYTES, q.maxBytes >> 1)) {
+      this.tokens -= 1;
+      return true;
+    }
+    return false;
+  }
+
+  /** Waits until takeRoom() grants a record (or the replay is over). */
+  private async room(): Promise<void> {
+    while (this.state === 'replaying' && !this.takeRoom()) await new Promise((r) => setTimeout(r, REPLAY_WAIT_MS));
+  }
+
+  /** Hands over to live once the replay's position has reached the hub's on every partition. */
+  checkCaughtUp(): boolean {
+    if (this.state !== 'replaying') return false;
+    const hub = this.ctx.hubPosition();
+    const mine = this.replayPos!;
+    for (const [tag, offs] of hub) {
+      const m = mine.get(tag);
+      if (m === undefined) continue;
+      for (let p = 0; p < offs.length; p++) if ((m[p] ?? 0) < offs[p]!) return false;
+    }
+    this.floor = mine;
+    this.state = 'live';
+    this.endReplay();
+    const cursor = this.cursor();
+    this.push(encodeReplayComplete(cursor, this.ctx.now(), this.replayed), cursor, 0);
+    return true;
+  }
+
+  private endReplay(): void {
+    this.replayPos = this.state === 'live' ? null : this.replayPos;
+    this.replayIndex = null;
+    const c = this.replayConsumer;
+    this.replayConsumer = null;
+    if (c !== null) void c.close(); // not awaited: we may be inside its handler
+    if (this.replayAdmitted) {
+      this.replayAdmitted = false;
+      this.ctx.releaseReplay();
+    }
+  }
+
+  // ---- delivery (the hub and the replay call these) -------------------------------------------------------------
+
+  /** Live records below the floor were delivered by the replay already. */
+  aboveFloor(tag: TopicTag, partition: number, offset: number): boolean {
+    const f = this.floor?.get(tag)?.[partition];
+    return f === undefined || offset >= f;
+  }
+
+  get hasFloor(): boolean {
+    return this.floor !== null;
+  }
+
+  /** A matched transaction: `shared` is the record's shared part, encoded once for every stream. */
+  deliverTx(mask: number, set: CompiledFilterSet, shared: Buffer, cursor: Buffer, fromReplay: boolean): void {
+    let ids = this.idsCache.get(mask);
+    if (ids === undefined || set !== this.filters) {
+      const names: string[] = [];
+      for (const f of set.filters) if ((mask & (1 << f.slot)) !== 0) names.push(f.name);
+      ids = encodeFilterIds(names);
+      if (set === this.filters) this.idsCache.set(mask, ids);
+    }
+    if (fromReplay) this.replayed++;
+    this.push(frameUpdate(ids, shared), cursor, 1);
+  }
+
+  deliverSlot(shared: Buffer, cursor: Buffer, fromReplay: boolean): void {
+    if (fromReplay) this.replayed++;
+    this.push(frameUpdate(EMPTY, shared), cursor, 0);
+  }
+
+  /** Bus records [fromCursor, cursor) were lost before anyone read them (retention). */
+  gap(fromCursor: Buffer, cursor: Buffer, count: number): void {
+    this.push(encodeGap(cursor, this.ctx.now(), { fromCursor, reason: GapReason.retention, count, firstSlot: 0n, lastSlot: 0n }), cursor, 0);
+  }
+
+  heartbeat(): void {
+    if (this.state === 'ended') return;
+    const cursor = this.state === 'new' || this.state === 'resolving' ? null : this.cursor();
+    this.push(encodeHeartbeat(cursor, this.ctx.now(), this.ctx.newestSlot()), cursor, 0);
+  }
+
+  /** This stream's position: the replay's while replaying, else the hub's (raised to the floor where it is ahead). */
+  cursor(): Buffer {
+    if (this.state === 'replaying') return encodeCursor(this.replayPos!);
+    const hub = this.ctx.hubPosition();
+    const f = this.floor;
+    if (f === null) return this.ctx.hubCursor();
+    let ahead = false;
+    for (const [tag, offs] of f) {
+      const h = hub.get(tag);
+      for (let p = 0; p < offs.length; p++) if (offs[p]! > (h?.[p] ?? 0)) ahead = true;
+    }
+    if (!ahead) {
+      this.floor = null; // the hub has passed every floor: its cursor is this stream's from now on
+      return this.ctx.hubCursor();
+    }
+    const merged = clonePosition(hub);
+    for (const [tag, offs] of f) {
+      const m = merged.get(tag) ?? [];
+      for (let p = 0; p < offs.length; p++) m[p] = Math.max(m[p] ?? 0, offs[p]!);
+      merged.set(tag, m);
+    }
+    return encodeCursor(merged);
+  }
+
+  private push(buf: Buffer, cursor: Buffer | null, tag: number): void {
+    if (this.state === 'ended') return;
+    this.pending.push(cursor);
+    if (!this.queue.push(buf, tag) && this.pending.length > this.pendingHead) {
+      // refused (closed): the cursor will never be written
+      if (this.queue.isClosed) this.pending.length = this.pendingHead;
+    }
+  }
+
+  // ---- lag policy -----------------------------------------------------------------------------------------------
+
+  private dropped = 0;
+  /** A slow-consumer gap notice queued and not yet written. */
+  private unsentGap: { from: Buffer; count: number } | null = null;
+  private droppedUntil: Buffer | null = null;
+  private gapFrom: Buffer | null = null;
+
+  private closeLagged(o: Overflow): void {
+    this.pending = [];
+    this.pendingHead = 0;
+    const at = this.lastWritten ?? this.startCursor();
+    const e = streamError('laggedClose', { limit: o.limit, max: o.max, cursor: cursorText(at) });
+    e.metadata.set('x-resume-cursor', cursorText(at));
+    this.fail(e);
+  }
+
+  private skipLagged(_o: Overflow): boolean {
+    if (!this.skipPolicy) return false;
+    const waiting = this.pending.slice(this.pendingHead);
+    this.pending = [];
+    this.pendingHead = 0;
+    let last: Buffer | null = null;
+    for (const c of waiting) if (c !== null) last = c;
+    if (this.unsentGap !== null) {
+      // The previous gap notice was still queued and is dropped with the rest: one notice covers both ranges.
+      this.dropped = this.unsentGap.count + waiting.length - 1;
+      this.gapFrom = this.unsentGap.from;
+    } else {
+      this.dropped = waiting.length;
+      this.gapFrom = this.lastWritten ?? this.startCursor();
+    }
+    this.droppedUntil = last ?? this.gapFrom;
+    return true;
+  }
+
+  private afterSkip(): void {
+    const until = this.droppedUntil!;
+    this.unsentGap = { from: this.gapFrom!, count: this.dropped };
+    this.push(encodeGap(until, this.ctx.now(), { fromCursor: this.gapFrom!, reason: GapReason.slowConsumer, count: this.dropped, firstSlot: 0n, lastSlot: 0n }), until, GAP_TAG);
+    // The gap's cursor is where delivery resumes; a client resuming from it skips exactly the dropped range.
+    this.lastWritten = until;
+  }
+
+  private startCursor(): Buffer {
+    return this.cursor();
+  }
+
+  // ---- ending -----------------------------------------------------------------------------------------------------
+
+  fail(e: StreamError): void {
+    this.finish(e.kind, e);
+  }
+
+  shutdown(): void {
+    this.finish('server_close', streamError('shuttingDown', {}));
+  }
+
+  clientGone(): void {
+    if (this.state === 'ended') return;
+    this.release();
+    this.ctx.onEnd(this, 'client');
+  }
+
+  private finish(reason: StreamErrorKind | 'server_close', e: StreamError): void {
+    if (this.state === 'ended') return;
+    this.release();
+    this.port.end(e);
+    this.ctx.onEnd(this, reason);
+  }
+
+  private release(): void {
+    this.endReplay();
+    this.state = 'ended';
+    this.queue.close();
+    this.ctx.index.remove(this);
+    this.filters = null;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+/** Queue tags: 1 = a transaction (metered), GAP_TAG = a slow-consumer gap notice, 0 = anything else. */
+const GAP_TAG = 2;

@@ -1,0 +1,201 @@
+// Hand-written protobuf for the v2 stream's updates (proto/stream_v2.proto), framed for gRPC. google-protobuf is
+// for clients; the server writes these bytes itself so that a transaction's body is encoded once per bus record
+// and shared by every stream it goes to.
+//
+// Every update leaves the server as one gRPC message laid out so that the part that differs per stream comes
+// first and the part shared by every stream comes after it, as whole protobuf fields (a parser accepts fields in
+// any order):
+//
+//   +0   u8       gRPC compressed flag (0)
+//   +1   u32 BE   message length
+//   +5   0x09     SubscribeUpdate.seq tag (field 1, fixed64)
+//   +6   u64 LE   seq — written by stampSeq when the update is handed to the transport, so dropped updates
+//                 never leave a hole
+//   +14  per stream: 0x22 filters[] (transaction updates), or the whole body of a control update
+//   ...  shared:     0x12 cursor ‖ 0x1a created_at ‖ 0x2a transaction | 0x32 slot (encoded once per record)
+//
+//   Transaction:  0x08 slot varint, 0x12 signature, 0x1a decoded (arpc SubscribeResponseTransaction bytes from
+//                 ingest, unchanged), 0x22 raw, 0x2a loaded, 0x32 observed_at
+//   SlotUpdate:   0x08 slot, 0x10 status, 0x1a observed_at, 0x22 dead_reason
+//   Gap:          0x0a from_cursor, 0x10 reason, 0x18 count, 0x20 first_slot, 0x28 last_slot
+//   ReplayComplete 0x08 replayed; Heartbeat 0x08 newest_slot; FilterAck 0x0a id, 0x10 status, 0x1a reason,
+//   0x22 reason_code; Pong 0x08 id (int32)
+import { varint64Size, varintSize, writeVarint, writeVarint64 } from './wire';
+
+export const GRPC_PREFIX_SZ = 5;
+/** Offset of the seq value in a framed update. */
+export const SEQ_OFF = 6;
+/** prefix ‖ seq tag ‖ seq */
+export const HEAD_SZ = 14;
+
+const SEQ_TAG = 0x09;
+const CURSOR_TAG = 0x12;
+const CREATED_AT_TAG = 0x1a;
+const FILTERS_TAG = 0x22;
+const TRANSACTION_TAG = 0x2a;
+const SLOT_TAG = 0x32;
+const GAP_TAG = 0x3a;
+const REPLAY_COMPLETE_TAG = 0x42;
+const HEARTBEAT_TAG = 0x4a;
+const FILTER_ACK_TAG = 0x52;
+const PONG_TAG = 0x5a;
+
+export const SlotStatus = { firstShredReceived: 1, completed: 2, processed: 3, confirmed: 4, finalized: 5, dead: 6 } as const;
+export const GapReason = { slowConsumer: 1, retention: 2 } as const;
+export const FilterAckStatus = { ok: 0, invalid: 1, limitReached: 2, rateLimited: 3, unknownFilter: 4 } as const;
+export type FilterAckStatus = (typeof FilterAckStatus)[keyof typeof FilterAckStatus];
+
+// ---- a small field writer for the parts that are not per record --------------------------------------------
+
+/** Accumulates the fields of one message (sizes first, bytes once). */
+class Fields {
+  private readonly parts: Array<{ tag: number; kind: 'varint' | 'u64' | 'len' | 'sint'; n: number; big?: bigint; bytes?: Uint8Array }> = [];
+  size = 0;
+
+  varint(tag: number, v: number): this {
+    if (v === 0) return this;
+    this.parts.push({ tag, kind: 'varint', n: v });
+    this.size += 1 + varintSize(v);
+    return this;
+  }
+
+  /** int32: negative values take 10 bytes (sign-extended), as protobuf writes them. */
+  int32(tag: number, v: number): this {
+    if (v === 0) return this;
+    if (v > 0) return this.varint(tag, v);
+    const big = BigInt.asUintN(64, BigInt(v));
+    this.parts.push({ tag, kind: 'u64', n: 0, big });
+    this.size += 1 + varint64Size(big);
+    return this;
+  }
+
+  u64(tag: number, v: bigint): this {
+    if (v === 0n) return this;
+    this.parts.push({ tag, kind: 'u64', n: 0, big: v });
+    this.size += 1 + varint64Size(v);
+    return this;
+  }
+
+  bytes(tag: number, b: Uint8Array, keepEmpty = false): this {
+    if (b.length === 0 && !keepEmpty) return this;
+    this.parts.push({ tag, kind: 'len', n: b.length, bytes: b });
+    this.size += 1 + varintSize(b.length) + b.length;
+    return this;
+  }
+
+  string(tag: number, s: string): this {
+    return this.bytes(tag, Buffer.from(s, 'utf8'));
+  }
+
+  message(tag: number, f: Fields): this {
+    return this.bytes(tag, f.toBuffer(), true);
+  }
+
+  writeTo(buf: Buffer, o: number): number {
+    for (const p of this.parts) {
+      buf[o++] = p.tag;
+      if (p.kind === 'varint') o = writeVarint(buf, o, p.n);
+      else if (p.kind === 'u64') o = writeVarint64(buf, o, p.big!);
+      else {
+        o = writeVarint(buf, o, p.n);
+        buf.set(p.bytes!, o);
+        o += p.n;
+      }
+    }
+    return o;
+  }
+
+  toBuffer(): Buffer {
+    const buf = Buffer.allocUnsafe(this.size);
+    const o = this.writeTo(buf, 0);
+    if (o !== this.size) throw new Error(`Fields: wrote ${o}, sized ${this.size}`); // a bug, never data
+    return buf;
+  }
+}
+
+function timestamp(ms: number): Fields {
+  const seconds = Math.floor(ms / 1000);
+  const nanos = Math.min(999_999_999, Math.round((ms - seconds * 1000) * 1e6));
+  return new Fields().int32(0x08, seconds).varint(0x10, nanos);
+}
+
+// ---- framing and seq -----------------------------------------------------------------------------------------
+
+/** One framed update: head (seq 0 until stamped) ‖ perStream ‖ shared. One allocation, one copy of each part. */
+export function frameUpdate(perStream: Uint8Array, shared: Uint8Array): Buffer {
+  const len = HEAD_SZ - GRPC_PREFIX_SZ + perStream.length + shared.length;
+  const buf = Buffer.allocUnsafe(GRPC_PREFIX_SZ + len);
+  buf[0] = 0;
+  buf.writeUInt32BE(len, 1);
+  buf[5] = SEQ_TAG;
+  buf.fill(0, SEQ_OFF, HEAD_SZ);
+  buf.set(perStream, HEAD_SZ);
+  buf.set(shared, HEAD_SZ + perStream.length);
+  return buf;
+}
+
+/** Writes seq into a framed update (the transport is about to take it). seq < 2^53. */
+export function stampSeq(buf: Buffer, seq: number): void {
+  buf.writeUInt32LE(seq % 0x1_0000_0000, SEQ_OFF);
+  buf.writeUInt32LE(Math.floor(seq / 0x1_0000_0000), SEQ_OFF + 4);
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function control(cursor: Uint8Array | null, createdAtMs: number, tag: number, body: Fields): Buffer {
+  const f = new Fields();
+  if (cursor !== null) f.bytes(CURSOR_TAG, cursor);
+  f.message(CREATED_AT_TAG, timestamp(createdAtMs)).message(tag, body);
+  return frameUpdate(EMPTY, f.toBuffer());
+}
+
+// ---- the shared parts (once per bus record) ------------------------------------------------------------------
+
+/**
+ * The shared part of a transaction update: cursor ‖ created_at ‖ transaction{slot, signature, decoded?, raw?,
+ * observed_at}. `decoded` is the SubscribeResponseTransaction bytes ingest encoded (copied, never re-encoded).
+ */
+export function encodeTxShared(cursor: Uint8Array, createdAtMs: number, tx: { slot: bigint; signature: Uint8Array; decoded: Uint8Array | null; raw: Uint8Array | null; observedAtMs: number }): Buffer {
+  const t = new Fields().u64(0x08, tx.slot).bytes(0x12, tx.signature);
+  if (tx.decoded !== null) t.bytes(0x1a, tx.decoded, true);
+  if (tx.raw !== null) t.bytes(0x22, tx.raw, true);
+  t.message(0x32, timestamp(tx.observedAtMs));
+  return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(TRANSACTION_TAG, t).toBuffer();
+}
+
+/** The shared part of a slot update. */
+export function encodeSlotShared(cursor: Uint8Array, createdAtMs: number, slot: bigint, status: number, observedAtMs: number): Buffer {
+  const s = new Fields().u64(0x08, slot).varint(0x10, status).message(0x1a, timestamp(observedAtMs));
+  return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(SLOT_TAG, s).toBuffer();
+}
+
+/** The per-stream part of a transaction update: the ids of the filters that matched. */
+export function encodeFilterIds(ids: readonly string[]): Buffer {
+  const f = new Fields();
+  for (const id of ids) f.bytes(FILTERS_TAG, Buffer.from(id, 'utf8'), true);
+  return f.toBuffer();
+}
+
+// ---- control updates (per stream) ------------------------------------------------------------------------------
+
+export function encodeGap(cursor: Uint8Array, createdAtMs: number, g: { fromCursor: Uint8Array; reason: number; count: number; firstSlot: bigint; lastSlot: bigint }): Buffer {
+  const body = new Fields().bytes(0x0a, g.fromCursor).varint(0x10, g.reason).varint(0x18, g.count).u64(0x20, g.firstSlot).u64(0x28, g.lastSlot);
+  return control(cursor, createdAtMs, GAP_TAG, body);
+}
+
+export function encodeReplayComplete(cursor: Uint8Array, createdAtMs: number, replayed: number): Buffer {
+  return control(cursor, createdAtMs, REPLAY_COMPLETE_TAG, new Fields().varint(0x08, replayed));
+}
+
+export function encodeHeartbeat(cursor: Uint8Array | null, createdAtMs: number, newestSlot: bigint): Buffer {
+  return control(cursor, createdAtMs, HEARTBEAT_TAG, new Fields().u64(0x08, newestSlot));
+}
+
+export function encodeFilterAck(createdAtMs: number, a: { id: string; status: FilterAckStatus; reason: string; reasonCode: string }): Buffer {
+  const body = new Fields().string(0x0a, a.id).varint(0x10, a.status).string(0x1a, a.reason).string(0x22, a.reasonCode);
+  return control(null, createdAtMs, FILTER_ACK_TAG, body);
+}
+
+export function encodePong(createdAtMs: number, id: number): Buffer {
+  return control(null, createdAtMs, PONG_TAG, new Fields().int32(0x08, id));
+}

@@ -1,0 +1,102 @@
+import { EmbeddedBus } from '../../bus/embedded';
+import type { BusMessage } from '../../bus/bus';
+import { framedEncoder, wireEncoder } from '../../fanout/encoder';
+import { Fanout } from '../../fanout/fanout';
+import { V2Hub } from '../../fanout/v2/hub';
+import { encodeCursor, TopicTag } from '../../fanout/v2/cursor';
+import { makeTx, quietLog, testConfig, testKey, testKey58, txRecord, uniqueTopics } from '../fanout/support';
+import type { BenchResult } from './stats';
+
+// v2's server-side cost per delivered message beside v1's, in the same run, at the hub (no sockets: the transport's
+// cost is the same for both and is measured by the fanout-raw bench): 200 streams with one filter each, every
+// transaction matching all of them. And replay throughput (bus → one stream, records/s) beside live delivery.
+
+const STREAMS = 200;
+const RECORDS = 5_000;
+
+const sink = { write: (): boolean => true, once: (): undefined => undefined, end: (): void => undefined };
+
+function cpuUs(f: () => void): number {
+  const c0 = process.cpuUsage();
+  f();
+  const c = process.cpuUsage(c0);
+  return c.user + c.system;
+}
+
+export async function benchStreamV2(): Promise<BenchResult[]> {
+  const topics = uniqueTopics('bench-v2');
+  const cfg = testConfig({ topics, heartbeatMs: 600_000, v2: { replayRecordsPerSec: 100_000_000 } });
+  const key = testKey(1, 99);
+  const txs = Array.from({ length: RECORDS }, () => makeTx({ keys: [key, testKey(2, 99)], slot: 9n }));
+  const msgs: BusMessage[] = txs.map((t, i) => ({ topic: topics.transactions, partition: 0, offset: String(i), ...txRecord(t), headers: {}, timestamp: Date.now() }) as BusMessage);
+  const bus = new EmbeddedBus({ log: quietLog(), maxMessagesPerPartition: 1_000_000 });
+  await bus.createTopics([
+    { name: topics.transactions, partitions: 1, compacted: false },
+    { name: topics.slots, partitions: 1, compacted: false },
+  ]);
+  const v1 = new Fanout(cfg, framedEncoder(wireEncoder), quietLog());
+  const v2 = new V2Hub(cfg, { bus, ...v1.shared, log: quietLog() });
+  v2.init(new Map([[0, '0']]), new Map([[0, '0']]), new Map([[0, '0']]));
+  const spec = { include: [testKey58(1, 99)], exclude: [], required: [] };
+  for (let i = 0; i < STREAMS; i++) {
+    const s1 = v1.open({ ...sink });
+    if ('code' in s1) throw new Error(s1.details);
+    s1.handle({ filters: [['a', spec]], pingId: undefined, newSeenSlots: undefined });
+    const s2 = v2.open({ ...sink }, undefined, undefined);
+    if ('code' in s2) throw new Error(s2.details);
+    s2.handle({ add: { id: 'a', spec, raw: false, matchLoaded: false } });
+    s2.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
+  }
+  // Warm-up on the first fifth, measure on the rest, v1 and v2 interleaved per chunk.
+  const warm = RECORDS / 5;
+  v1.onBatch(msgs.slice(0, warm));
+  for (const m of msgs.slice(0, warm)) v2.onTransaction(m);
+  let us1 = 0;
+  let us2 = 0;
+  for (let i = warm; i < RECORDS; i += 500) {
+    const chunk = msgs.slice(i, i + 500);
+    us1 += cpuUs(() => v1.onBatch(chunk));
+    us2 += cpuUs(() => {
+      for (const m of chunk) v2.onTransaction(m);
+    });
+  }
+  const delivered = (RECORDS - warm) * STREAMS;
+  const results: BenchResult[] = [
+    {
+      bench: 'stream-v2',
+      case: `hub CPU per delivered message, ${STREAMS} streams, every transaction matching all`,
+      figures: { v2_us: +(us2 / delivered).toFixed(3), v1_us: +(us1 / delivered).toFixed(3), ratio: +(us2 / us1).toFixed(2) },
+      note: 'v1 shares one encoded response between streams with the same filter names; v2 copies the shared part behind a per-stream seq',
+    },
+  ];
+  // Replay: the same records on the bus, one stream replaying them from offset 0, beside live delivery to one stream.
+  await bus.produce(topics.transactions, txs.map((t) => txRecord(t)));
+  v1.close();
+  v2.close();
+  const v1b = new Fanout(cfg, framedEncoder(wireEncoder), quietLog());
+  const hub = new V2Hub(cfg, { bus, ...v1b.shared, log: quietLog() });
+  hub.init(new Map([[0, String(RECORDS)]]), new Map([[0, '0']]), new Map([[0, '0']]));
+  let written = 0;
+  let done: () => void = () => undefined;
+  const finished = new Promise<void>((r) => (done = r));
+  const port = { write: (b: Buffer): boolean => (++written === RECORDS + 2 ? (done(), true) : true), once: (): undefined => undefined, end: (): void => undefined };
+  const s = hub.open(port, undefined, undefined);
+  if ('code' in s) throw new Error(s.details);
+  s.handle({ add: { id: 'a', spec, raw: false, matchLoaded: false } });
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  s.handle({ start: { from: { cursor: encodeCursor(new Map([[TopicTag.transactions, [0]], [TopicTag.slots, [0]]])) }, lagPolicy: 'close', raw: false, slots: false } });
+  await finished; // the ack, RECORDS transactions, ReplayComplete
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(c0);
+  results.push({
+    bench: 'stream-v2',
+    case: 'replay from the embedded bus to one stream (rate cap lifted)',
+    figures: { replay_msgs_per_s: Math.round(RECORDS / (ms / 1000)), replay_us_per_msg: +((cpu.user + cpu.system) / RECORDS).toFixed(2), live_us_per_msg_200_streams: +(us2 / delivered).toFixed(3) },
+    note: `default cap fanout.v2.replayRecordsPerSec = 100,000 per stream; the replay waits whenever the stream queue holds 512 messages (or half its bound)`,
+  });
+  hub.close();
+  v1b.close();
+  await bus.close();
+  return results;
+}
