@@ -4,11 +4,11 @@ import type { CommandSpec } from '../base/args';
 
 // `meridian start`'s options, apart from start.ts so the command's body and its declaration change separately.
 
-/** infra/config/local.json of the installed project (from infra/commands or dist/infra/commands alike). */
-export function localConfigFile(): string {
+/** infra/config/local.json of the installed project (from infra/commands or dist/infra/commands alike), and that project's folder. */
+export function localConfigFile(): { file: string; root: string } {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    const f = path.join(dir, 'infra', 'config', 'local.json');
-    if (fs.existsSync(f)) return f;
+    const file = path.join(dir, 'infra', 'config', 'local.json');
+    if (fs.existsSync(file)) return { file, root: dir };
     if (path.dirname(dir) === dir) throw new Error(`infra/config/local.json not found above ${__dirname}`);
   }
 }

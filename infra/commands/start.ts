@@ -26,9 +26,8 @@ const STOP_GRACE_MS = 15_000;
 
 /** The built-in local config, its relative paths (the rentals file) taken from the project folder, not the caller's. */
 function builtInLocalConfig(): Config {
-  const file = localConfigFile();
+  const { file, root } = localConfigFile();
   const cfg = loadConfig(file);
-  const root = path.resolve(path.dirname(file), '..', '..');
   const rentalsFile = cfg.rentals.file;
   return rentalsFile === undefined || path.isAbsolute(rentalsFile) ? cfg : { ...cfg, rentals: { ...cfg.rentals, file: path.resolve(root, rentalsFile) } };
 }
