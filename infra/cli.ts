@@ -2,13 +2,13 @@
 import { HelpRequested, UsageError, groupHelpText } from './base/args';
 import { ConfigError } from './base/config-read';
 import { ListenError, describeListenError } from './base/listen-error';
-import { ComponentUnavailable } from './base/unavailable';
+import { OperatorError } from './base/operator-error';
 
 // `meridian <command> ...`. Each command is a module exporting `run(argv) → exit code`, loaded on demand so
 // `meridian decode` does not pay for gRPC and Kafka clients. Commands declare their options (infra/base/args.ts
 // CommandSpec) and parse with parseCommand; this dispatcher turns what they throw into one line and an exit code:
 //   help → stdout, 0 · UsageError → stderr with a hint to --help, 2 · ConfigError → stderr, 2 · a socket that cannot
-//   listen, a file that cannot be opened, a component this machine cannot run (ComponentUnavailable) → stderr, 1 ·
+//   listen, a file that cannot be opened, an OperatorError (a component this machine cannot run, nothing answering) → stderr, 1 ·
 //   anything else is a bug → stack trace, 1.
 
 interface Command {
@@ -37,7 +37,7 @@ function usage(): string {
 
 /** Errors from opening files and sockets, and components this machine cannot run, that a user fixes by changing an argument or a setting: no stack trace. */
 function operatorError(e: unknown): string | null {
-  if (e instanceof ListenError || e instanceof ComponentUnavailable) return e.message;
+  if (e instanceof ListenError || e instanceof OperatorError) return e.message;
   const listen = describeListenError(e);
   if (listen !== null) return listen;
   if (typeof e === 'object' && e !== null && 'code' in e && 'syscall' in e && 'path' in e) {

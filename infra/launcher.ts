@@ -112,9 +112,9 @@ async function startMetricsServer(cfg: MetricsConfig, checks: HealthCheck[]): Pr
 }
 
 // --- admin: the loopback-only rentals endpoint of a single-machine run (`meridian rentals …` talks to it).
-async function startAdminComponent(cfg: AdminConfig, regions: string[], f: Floor): Promise<Started<{ address: string }> | undefined> {
+async function startAdminComponent(cfg: AdminConfig, regions: string[], region: string, f: Floor): Promise<Started<{ address: string }> | undefined> {
   if (!cfg.enabled) return undefined;
-  const admin = await startAdmin(f.bus, f.rentals, { host: cfg.host, port: cfg.port, regions, log: f.log.child({ component: 'admin' }) });
+  const admin = await startAdmin(f.bus, f.rentals, { host: cfg.host, port: cfg.port, regions, region, log: f.log.child({ component: 'admin' }) });
   return { address: admin.address, stop: () => admin.close() };
 }
 
@@ -341,7 +341,7 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       return c;
     };
 
-    const admin = await run('admin', 'admin.listen', () => startAdminComponent(cfg.admin, cfg.rentals.regions, floor));
+    const admin = await run('admin', 'admin.listen', () => startAdminComponent(cfg.admin, cfg.rentals.regions, cfg.gateways.rpc.region, floor));
     await run('billing', undefined, () => startBillingComponent(cfg.billing, floor));
     const local = await run('localchain', 'localchain.listen', () => startChainComponent(cfg.localchain, log));
     // The local chain feeds ingest unless its config sends its shreds elsewhere.

@@ -1,3 +1,5 @@
+import { OperatorError } from './operator-error';
+
 // A component that cannot run on this machine (a native module with no build for this platform, a build tool that
 // is not installed) is an operator's choice to make, not a crash: one line naming the component, the platform,
 // what is missing, and how to run without it. The CLI prints it without a stack trace and exits 1.
@@ -7,7 +9,7 @@ export function platformName(): string {
   return `${process.platform}/${process.arch}`;
 }
 
-export class ComponentUnavailable extends Error {
+export class ComponentUnavailable extends OperatorError {
   constructor(
     /** The config section that asks for it ('localchain', 'gateways.submit.quic'). */
     readonly component: string,

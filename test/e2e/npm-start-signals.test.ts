@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -92,7 +93,39 @@ function addresses(e: Endpoints): { tcp: string[]; udp: string[] } {
   return { tcp: tcp.filter((x): x is string => x !== undefined), udp: udp.filter((x): x is string => x !== undefined) };
 }
 
-describe('stopping the service: npm start by SIGTERM and SIGINT to its PID; meridian start with no --config', function () {
+/** A getSlot to the chain gateway from a given loopback source address (the gateway admits callers by IP). */
+function getSlotFrom(localAddress: string, to: { host: string; port: number }): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getSlot' });
+    const req = http.request({ host: to.host, port: to.port, method: 'POST', path: '/', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as unknown });
+        } catch {
+          resolve({ status: res.statusCode ?? 0, body: text });
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** node ARGS in a folder, to the end: exit code and output. */
+function runIn(cwd: string, args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, KAFKA_BROKERS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+describe('stopping the service: npm start by SIGTERM and SIGINT to its PID; meridian start with no --config, and a rental put on it', function () {
   this.timeout(1_200_000);
   let dir: string | undefined;
   let clone = '';
@@ -167,13 +200,27 @@ describe('stopping the service: npm start by SIGTERM and SIGINT to its PID; meri
     await stopsCleanly(r, 'SIGINT');
   });
 
-  it('`meridian start` with no --config serves every surface of the local run, and SIGHUP stops it like SIGTERM', async () => {
+  it('`meridian start` with no --config serves every surface of the local run, admits `rentals put --id me --ip 127.0.0.2 --rps 10`, and SIGHUP stops it like SIGTERM', async () => {
+    // Built by the npm start runs above; built here when this case runs alone.
+    if (!fs.existsSync(path.join(clone, 'dist', 'infra', 'cli.js'))) execFileSync('npm', ['run', 'build'], { cwd: clone, stdio: 'pipe' });
     const r = await start(process.execPath, [path.join(clone, 'dist', 'infra', 'cli.js'), 'start']);
     const e = r.endpoints;
     for (const k of ['metrics', 'admin', 'chain', 'ingest', 'stream', 'rpc', 'submit', 'evm', 'demo'] as const) assert.ok(e[k] !== undefined, `${k} in ${JSON.stringify(Object.keys(e))}`);
     assert.ok(e.submit!.http !== undefined && e.submit!.udp !== undefined && e.submit!.quic !== undefined, JSON.stringify(e.submit));
     assert.deepEqual(Object.keys(e.evm!).sort(), ['137', '56']);
     assert.ok((e.demo!.accounts ?? []).length > 0, JSON.stringify(e.demo));
+
+    // The simplest rental put is admitted on the local run: the CLI learns the service's regions from it.
+    const rpc = hostPort(e.rpc!.http);
+    const before = await getSlotFrom('127.0.0.2', rpc);
+    assert.equal(before.status, 403, JSON.stringify(before)); // not a rental's IP yet
+    const put = await runIn(clone, [path.join(clone, 'dist', 'infra', 'cli.js'), 'rentals', 'put', '--id', 'me', '--ip', '127.0.0.2', '--rps', '10']);
+    assert.equal(put.code, 0, put.err);
+    assert.match(put.out, /^put me$/m);
+    const after = await getSlotFrom('127.0.0.2', rpc);
+    assert.equal(after.status, 200, JSON.stringify(after));
+    assert.equal(typeof (after.body as { result?: unknown }).result, 'number', JSON.stringify(after));
+
     await stopsCleanly(r, 'SIGHUP');
   });
 });

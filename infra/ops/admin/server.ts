@@ -26,6 +26,8 @@ export interface AdminOptions {
   host: string;
   port: number;
   regions: readonly string[];
+  /** The region this service's gateways serve ('' = any): what a rental put without a region is for. */
+  region?: string;
   log: Log;
 }
 
@@ -85,8 +87,15 @@ export async function startAdmin(bus: Bus, registry: RentalRegistry, o: AdminOpt
     if (!isLoopback(ctx.socket.remoteAddress)) return send(ctx, 403, { error: 'the admin endpoint answers loopback clients only' });
     // WHATWG URL rather than ctx.path: the same normalisation of dot segments and escapes as before.
     const url = new URL(ctx.url, 'http://admin.invalid');
+    if (url.pathname === '/regions') {
+      if (ctx.method !== 'GET') {
+        ctx.set('allow', 'GET');
+        return send(ctx, 405, { error: `${ctx.method} is not allowed here` });
+      }
+      return send(ctx, 200, { regions: o.regions, region: o.region ?? '' });
+    }
     const m = /^\/rentals(?:\/([^/]+))?\/?$/.exec(url.pathname);
-    if (m === null) return send(ctx, 404, { error: 'no such route; try /rentals' });
+    if (m === null) return send(ctx, 404, { error: 'no such route; try /rentals or /regions' });
     const id = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
     if (ctx.method === 'GET' && id === undefined) return send(ctx, 200, registry.all().sort((a, b) => a.id.localeCompare(b.id)));
     if (ctx.method === 'GET' && id !== undefined) {
