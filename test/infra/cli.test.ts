@@ -268,6 +268,19 @@ describe('meridian CLI: help, options and bad input (child processes)', function
     });
   });
 
+  describe('subscribe', () => {
+    it('to a port where nothing listens: one line saying so, no dangling "Resolution note", exit 1', async () => {
+      const closed = net.createServer();
+      await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+      const port = (closed.address() as net.AddressInfo).port;
+      await new Promise<void>((r) => closed.close(() => r()));
+      const r = await runCli(['subscribe', '--include', '11111111111111111111111111111111', '--url', `127.0.0.1:${port}`], 60_000);
+      assert.equal(r.code, 1, r.stderr);
+      assert.doesNotMatch(r.stderr, /Resolution note/);
+      oneClearLine(r, new RegExp(`^meridian subscribe: nothing answers at 127\\.0\\.0\\.1:${port} \\(connection refused\\)`));
+    });
+  });
+
   describe('rentals', () => {
     it('get without an id points to `rentals get --help`; nothing answering at the admin endpoint is exit 1, not the usage code', async () => {
       const noId = await runCli(['rentals', 'get', '--admin', '127.0.0.1:1']);
