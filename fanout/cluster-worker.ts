@@ -6,7 +6,7 @@ import type { FanoutHandle } from './server';
 // The worker side of cluster.ts: a worker entry script calls serveFanoutWorker() with the function that starts
 // its fanout (own bus reader, own budgets) from the primary's payload. It reports the address once listening,
 // answers stats/metrics (and the entry's own request kinds), and stops gracefully (streams end UNAVAILABLE)
-// when the primary asks or on SIGTERM/SIGINT.
+// when the primary asks or on SIGTERM/SIGINT/SIGHUP.
 
 export interface WorkerStart {
   /** 0..N-1: the worker's place, stable across restarts (its metrics label and log field). */
@@ -82,6 +82,7 @@ export function serveFanoutWorker(start: (s: WorkerStart) => Promise<WorkerRunni
   });
   process.once('SIGTERM', () => void stop());
   process.once('SIGINT', () => void stop());
+  process.once('SIGHUP', () => void stop()); // the terminal went away: as the primary does, stop cleanly
   // When the primary itself dies, node:cluster exits the worker at once (its 'disconnect' handler): the
   // connections drop and clients reconnect to whatever replaces the service.
 }

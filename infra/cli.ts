@@ -2,12 +2,14 @@
 import { HelpRequested, UsageError, groupHelpText } from './base/args';
 import { ConfigError } from './base/config-read';
 import { ListenError, describeListenError } from './base/listen-error';
+import { OperatorError } from './base/operator-error';
 
 // `meridian <command> ...`. Each command is a module exporting `run(argv) → exit code`, loaded on demand so
 // `meridian decode` does not pay for gRPC and Kafka clients. Commands declare their options (infra/base/args.ts
 // CommandSpec) and parse with parseCommand; this dispatcher turns what they throw into one line and an exit code:
 //   help → stdout, 0 · UsageError → stderr with a hint to --help, 2 · ConfigError → stderr, 2 · a socket that cannot
-//   listen, a file that cannot be opened → stderr, 1 · anything else is a bug → stack trace, 1.
+//   listen, a file that cannot be opened, an OperatorError (a component this machine cannot run, nothing answering) → stderr, 1 ·
+//   anything else is a bug → stack trace, 1.
 
 interface Command {
   summary: string;
@@ -34,9 +36,9 @@ function usage(): string {
   });
 }
 
-/** Errors from opening files and sockets that a user fixes by changing an argument: no stack trace. */
+/** Errors from opening files and sockets, and components this machine cannot run, that a user fixes by changing an argument or a setting: no stack trace. */
 function operatorError(e: unknown): string | null {
-  if (e instanceof ListenError) return e.message;
+  if (e instanceof ListenError || e instanceof OperatorError) return e.message;
   // A recording file that is not whole (bus/recording.ts): its message says where; no stack trace.
   if (e instanceof Error && e.name === 'RecordingError') return e.message;
   const listen = describeListenError(e);

@@ -1,10 +1,12 @@
 import fs from 'node:fs';
+import type { LogFormat } from './base/log';
 import { ConfigError, bool, hostPort, oneOf, section, type Raw } from './base/config-read';
 import { parseBusConfig, type BusConfig } from '../bus/config';
 import { parseIngestConfig, type IngestConfig } from '../ingest/config';
 import { parseFanoutConfig, type FanoutConfig } from '../fanout/config';
 import { parseDemoConfig, type DemoConfig } from './local/demo/config';
-import { parseLocalChainConfig, type LocalChainConfig } from './local/chain';
+// The chain's config module only: its index loads litesvm's native binding, which `start` loads when the chain starts.
+import { parseLocalChainConfig, type LocalChainConfig } from './local/chain/config';
 import { parseAdminConfig, parseBillingConfig, type AdminConfig, type BillingConfig } from './ops/config';
 import { parseRentalsConfig, type RentalsConfig } from '../bus/rentals-source';
 import { parseRpcGatewayConfig, type RpcGatewayConfig } from '../gateways/rpc/config';
@@ -26,7 +28,8 @@ export interface MetricsConfig {
 
 export interface Config {
   bus: BusConfig;
-  log: { level: string };
+  /** format: json lines, pretty (human) lines, or auto = pretty on a terminal (log.format, MERIDIAN__LOG__FORMAT). */
+  log: { level: string; format: LogFormat };
   metrics: MetricsConfig;
   ingest: IngestConfig;
   fanout: FanoutConfig;
@@ -64,7 +67,7 @@ export function parseConfig(raw: unknown): Config {
   }
   return {
     bus,
-    log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info') },
+    log: { level: oneOf(log, 'level', 'log', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info'), format: oneOf(log, 'format', 'log', ['auto', 'json', 'pretty'] as const, 'auto') },
     metrics: parseMetrics(o.metrics),
     ingest: parseIngestConfig(o.ingest),
     fanout,

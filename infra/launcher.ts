@@ -25,7 +25,8 @@ import { startDemoTraffic, type SendTx } from './local/demo/traffic';
 import type { DemoConfig } from './local/demo/config';
 import type { Tip } from './local/demo/transfers';
 import type { Endpoints, HttpWs } from './base/endpoints';
-import { startLocalChain, type LocalChain, type LocalChainConfig } from './local/chain';
+import type { LocalChain, LocalChainConfig } from './local/chain';
+import { ComponentUnavailable, firstLine } from './base/unavailable';
 import { metrics, serveMetrics, type HealthCheck } from './base/metrics';
 import type { Log } from './base/log';
 import { openRentals } from '../bus/rentals-source';
@@ -111,9 +112,9 @@ async function startMetricsServer(cfg: MetricsConfig, checks: HealthCheck[]): Pr
 }
 
 // --- admin: the loopback-only rentals endpoint of a single-machine run (`meridian rentals …` talks to it).
-async function startAdminComponent(cfg: AdminConfig, regions: string[], f: Floor): Promise<Started<{ address: string }> | undefined> {
+async function startAdminComponent(cfg: AdminConfig, regions: string[], region: string, f: Floor): Promise<Started<{ address: string }> | undefined> {
   if (!cfg.enabled) return undefined;
-  const admin = await startAdmin(f.bus, f.rentals, { host: cfg.host, port: cfg.port, regions, log: f.log.child({ component: 'admin' }) });
+  const admin = await startAdmin(f.bus, f.rentals, { host: cfg.host, port: cfg.port, regions, region, log: f.log.child({ component: 'admin' }) });
   return { address: admin.address, stop: () => admin.close() };
 }
 
@@ -138,12 +139,33 @@ async function startBillingComponent(cfg: BillingConfig, f: Floor): Promise<Star
 // needs the node's RPC (leader schedule) to start, so launch() points the node at ingest once ingest listens.
 async function startChainComponent(cfg: LocalChainConfig, log: Log): Promise<Started<{ chain: LocalChain; carrier: Carrier }> | undefined> {
   if (!cfg.enabled) return undefined;
+  const { startLocalChain } = await loadLocalChain();
   const chain = await startLocalChain({ ...cfg, log: log.child({ component: 'localchain' }) });
   const call = jsonRpc(chain.httpUrl);
   const send: SendTx = async (tx) => {
     await call('sendTransaction', [tx.toString('base64'), { encoding: 'base64', skipPreflight: true }]);
   };
   return { chain, carrier: { send }, stop: () => chain.close() };
+}
+
+type ChainModule = typeof import('./local/chain');
+
+/** How to run without the local chain, in the words of the config (one line for the operator). */
+export const WITHOUT_LOCAL_CHAIN =
+  'set MERIDIAN__LOCALCHAIN__ENABLED=false and MERIDIAN__DEMO__ENABLED=false (localchain.enabled, demo.enabled) and point ' +
+  'gateways.rpc.upstreams and gateways.submit.forwardUrls at a real chain node (solana-test-validator or a cluster RPC)';
+
+/**
+ * The local chain's code, loaded when the chain starts and not before: it executes on litesvm, whose native
+ * binding exists for linux (x64, arm64; glibc and musl) and macOS (x64, arm64) only. Loaded at import time it
+ * would stop every command (even `start --help`, even with the chain off) on any other platform.
+ */
+export async function loadLocalChain(): Promise<ChainModule> {
+  try {
+    return await import('./local/chain');
+  } catch (e) {
+    throw new ComponentUnavailable('localchain', `litesvm's native binding does not load (${firstLine(e)})`, WITHOUT_LOCAL_CHAIN);
+  }
 }
 
 /** The node serves each epoch's leader schedule a full epoch ahead, so ingest's usual refresh interval is ample. */
@@ -320,6 +342,8 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       try {
         c = await start();
       } catch (e) {
+        // A component this machine cannot run is said in one line by the CLI, not logged as a failure as well.
+        if (e instanceof ComponentUnavailable) throw e;
         log.error({ component: name }, 'component did not start');
         throw asListenError(e, listenKey);
       }
@@ -327,7 +351,7 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       return c;
     };
 
-    const admin = await run('admin', 'admin.listen', () => startAdminComponent(cfg.admin, cfg.rentals.regions, floor));
+    const admin = await run('admin', 'admin.listen', () => startAdminComponent(cfg.admin, cfg.rentals.regions, cfg.gateways.rpc.region, floor));
     await run('billing', undefined, () => startBillingComponent(cfg.billing, floor));
     const local = await run('localchain', 'localchain.listen', () => startChainComponent(cfg.localchain, log));
     // The local chain feeds ingest unless its config sends its shreds elsewhere.

@@ -102,6 +102,19 @@ function codeName(code: number): string {
   return (Object.entries(grpc.status).find(([, v]) => v === code)?.[0] ?? 'UNKNOWN') + ` (${code})`;
 }
 
+/**
+ * What an ended stream says to the user. grpc-js's details for a connection that never opened end in a
+ * "Resolution note: " with nothing after it (there was no name to resolve); that is dropped, and a refused
+ * connection is said as what it means.
+ */
+export function endedLine(s: { code: grpc.status; details: string }, address: string): string {
+  const details = s.details.replace(/\s*Resolution note:\s*$/, '').trim();
+  if (s.code === grpc.status.UNAVAILABLE && /ECONNREFUSED/.test(details)) {
+    return `nothing answers at ${address} (connection refused): is the service running? (--url HOST:PORT names the stream endpoint)`;
+  }
+  return `stream ended ${codeName(s.code)}${details === '' ? '' : `: ${details}`}`;
+}
+
 export async function run(argv: string[]): Promise<number> {
   if (argv.includes('--v2')) return (await import('./subscribe-v2')).runV2(parseCommand(argv, SUBSCRIBE_SPEC));
   for (const o of ['--from-slot', '--from-cursor', '--from-time', '--skip']) if (argv.includes(o)) throw new UsageError(`${o} needs --v2`);
@@ -142,8 +155,7 @@ export async function run(argv: string[]): Promise<number> {
       process.removeListener('SIGTERM', stop);
       process.stdout.removeListener('error', onStdoutError);
       if (stopping && s.code === grpc.status.CANCELLED) return resolve(0);
-      const details = s.details === '' ? '' : `: ${s.details}`;
-      process.stderr.write(`meridian subscribe: stream ended ${codeName(s.code)}${details}\n`);
+      process.stderr.write(`meridian subscribe: ${endedLine(s, opts.address)}\n`);
       resolve(s.code === grpc.status.OK ? 0 : 1);
     });
     call.write(opts.request);

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Log } from '../../infra/base/log';
 import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
+import { asListenError } from '../../infra/base/listen-error';
 import { errorJson, type ErrorTable } from './errors';
 import { trustedProxies } from './client-ip';
 import { httpProxy } from './http-proxy';
@@ -47,6 +48,8 @@ export interface ProxyOptions<C, K extends string> {
   surface: string;
   http: Listen;
   ws?: Listen;
+  /** The config keys of the two listen addresses, named when a port is taken ('gateways.evm.chains.56.http'). */
+  listenKeys?: { http?: string; ws?: string };
   errors: ErrorTable<K>;
   pool: UpstreamPool;
   auth: (client: ClientInfo) => AuthResult<C, K>;
@@ -124,7 +127,9 @@ export async function startProxy<C, K extends string>(o: ProxyOptions<C, K>): Pr
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();
   });
-  const ha = await listen(server, o.http);
+  const ha = await listen(server, o.http).catch((e: unknown) => {
+    throw asListenError(e, o.listenKeys?.http);
+  });
   const out: RunningProxy = {
     http: { host: o.http.host, port: ha.port, url: `http://${urlHost(o.http.host)}:${ha.port}` },
     close: async () => {
@@ -163,7 +168,7 @@ export async function startProxy<C, K extends string>(o: ProxyOptions<C, K>): Pr
     wa = await listen(wsServer, o.ws);
   } catch (e) {
     await out.close();
-    throw e;
+    throw asListenError(e, o.listenKeys?.ws);
   }
   out.ws = { host: o.ws.host, port: wa.port, url: `ws://${urlHost(o.ws.host)}:${wa.port}` };
   out.close = async () => {

@@ -55,6 +55,7 @@ async function startChain(cfg: EvmGatewayConfig, chain: EvmChainConfig, upstream
       surface,
       http: chain.http,
       ws: chain.ws,
+      listenKeys: { http: `gateways.evm.chains.${chain.chainId}.http`, ws: `gateways.evm.chains.${chain.chainId}.ws` },
       errors: EVM_ERRORS,
       pool,
       auth: evmAuth(cfg.auth.mode, deps.rentals),

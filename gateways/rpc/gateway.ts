@@ -81,6 +81,7 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
       surface: 'rpc',
       http: { host: cfg.host, port: cfg.port },
       ws: { host: cfg.wsHost, port: cfg.wsPort },
+      listenKeys: { http: 'gateways.rpc.listen', ws: 'gateways.rpc.wsListen' },
       errors: RPC_ERRORS,
       pool,
       auth: rpcAuth(deps.rentals, { mode: cfg.auth.mode, region: cfg.region }),

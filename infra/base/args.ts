@@ -36,6 +36,8 @@ export interface CommandSpec {
 }
 
 export interface ParsedArgs {
+  /** The command these were parsed for ('meridian rentals get'): its --help is where a usage error points. */
+  command?: string;
   positional: string[];
   flags: Map<string, string[]>;
   has(name: string): boolean;
@@ -149,6 +151,7 @@ export function parseCommand(argv: readonly string[], spec: CommandSpec): Parsed
     flags.set(opt.name, list);
   }
   return {
+    command: spec.command,
     positional,
     flags,
     has: (n) => flags.has(n),
@@ -161,7 +164,7 @@ export function parseCommand(argv: readonly string[], spec: CommandSpec): Parsed
 /** Exactly `count` positionals (named `what` in the message). */
 export function positionals(args: ParsedArgs, what: string, count = 1): string[] {
   if (args.positional.length !== count) {
-    throw new UsageError(args.positional.length > count ? `unexpected argument "${args.positional[count]}"` : `expected ${count === 1 ? `one ${what}` : `${count} ${what}s`}, got ${args.positional.length}`);
+    throw new UsageError(args.positional.length > count ? `unexpected argument "${args.positional[count]}"` : `expected ${count === 1 ? `one ${what}` : `${count} ${what}s`}, got ${args.positional.length}`, args.command);
   }
   return args.positional;
 }

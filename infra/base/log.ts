@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { prettyDestination } from './log-pretty';
 
 // The contract's logging rule, enforced here and only here: a stored URL carries the key, and on dedicated
 // endpoints the path is the credential, so no URL, API key, token or dedicated path may reach a log line.
@@ -59,6 +60,17 @@ export interface LogOptions {
   /** Where lines go; defaults to stdout. Tests pass a stream to read lines back. */
   destination?: NodeJS.WritableStream;
   name?: string;
+  /** json: one JSON line per entry; pretty: human lines (log-pretty.ts); auto (default): pretty when the destination is a terminal. */
+  format?: LogFormat;
+}
+
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+function destinationFor(opts: LogOptions): NodeJS.WritableStream {
+  const out = opts.destination ?? process.stdout;
+  const tty = (out as { isTTY?: boolean }).isTTY === true;
+  const format = opts.format ?? 'json';
+  return format === 'pretty' || (format === 'auto' && tty) ? prettyDestination(out) : out;
 }
 
 /** Child bindings are serialized when the child is made, past formatters.log: scrub them there, for every descendant. */
@@ -87,7 +99,7 @@ export function createLogger(opts: LogOptions = {}): Log {
       },
       serializers: { err: (e: unknown) => scrub(e) },
     },
-    (opts.destination ?? process.stdout) as pino.DestinationStream,
+    destinationFor(opts) as pino.DestinationStream,
   ));
 }
 

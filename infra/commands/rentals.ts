@@ -15,7 +15,7 @@ import { adminClient, DEFAULT_ENDPOINTS_FILE, type RentalTarget } from '../ops/a
 // single-machine service's loopback admin endpoint, found in its endpoints file.
 
 const TARGET_OPTIONS: OptionSpec[] = [
-  { name: 'brokers', value: 'HOST:PORT,...', help: 'Kafka bootstrap servers: write the rentals topic directly', default: 'KAFKA_BROKERS' },
+  { name: 'brokers', value: 'HOST:PORT,...', help: 'Kafka bootstrap servers: use the rentals topic directly', default: 'KAFKA_BROKERS' },
   { name: 'admin', value: 'HOST:PORT', help: "a running single-machine service's admin endpoint (used when no Kafka is given)" },
   { name: 'endpoints', value: 'FILE', help: 'find the admin endpoint in this endpoints file (key "admin")', default: DEFAULT_ENDPOINTS_FILE },
 ];
@@ -37,7 +37,7 @@ const PUT_SPEC: CommandSpec = {
   options: [
     { name: 'file', value: 'FILE', help: 'JSON or YAML: one rental or a list' },
     { name: 'id', value: 'ID', help: 'rental id (instead of --file)' },
-    { name: 'region', value: 'REGION', help: `one of --region-list (default ${DEFAULT_REGIONS.join(', ')})` },
+    { name: 'region', value: 'REGION', help: "one of --region-list; against a running service, default the region its gateways serve (the local run's: local)" },
     { name: 'rps', value: 'N', help: 'requests (units) per second on the chain gateway', default: '0' },
     { name: 'tps', value: 'N', help: 'transactions per second (gateway sendTransaction, submission)', default: '0' },
     { name: 'pps', value: 'N', help: 'packets per second level of the stream', default: '0' },
@@ -47,7 +47,7 @@ const PUT_SPEC: CommandSpec = {
     { name: 'api-key', value: 'UUID', multi: true, help: 'submission API key' },
     { name: 'token', value: 'TOKEN', multi: true, help: 'stream x-token' },
     { name: 'path', value: '/PATH', multi: true, help: 'dedicated endpoint path (the path is the credential)' },
-    { name: 'region-list', value: 'a,b,...', help: 'regions accepted', default: DEFAULT_REGIONS.join(',') },
+    { name: 'region-list', value: 'a,b,...', help: `regions accepted (against a running service: the ones it accepts; on Kafka: ${DEFAULT_REGIONS.join(',')})` },
     ...TARGET_OPTIONS,
   ],
 };
@@ -78,10 +78,10 @@ function intFlag(args: ParsedArgs, name: string): number | undefined {
   return Number(v);
 }
 
-function rentalFromFlags(args: ParsedArgs): unknown {
+function rentalFromFlags(args: ParsedArgs, defaultRegion: string): unknown {
   const id = args.get('id');
-  if (id === undefined) throw new UsageError('put needs --file FILE or --id ID (see --help)');
-  const o: Record<string, unknown> = { id, region: args.get('region') ?? '', status: args.get('status') ?? 'active' };
+  if (id === undefined) throw new UsageError('put needs --file FILE or --id ID', args.command);
+  const o: Record<string, unknown> = { id, region: args.get('region') ?? defaultRegion, status: args.get('status') ?? 'active' };
   for (const f of ['rps', 'tps', 'pps']) {
     const n = intFlag(args, f);
     if (n !== undefined) o[f] = n;
@@ -142,22 +142,22 @@ export async function run(argv: string[]): Promise<number> {
   const specs = { put: PUT_SPEC, get: GET_SPEC, list: LIST_SPEC, delete: DELETE_SPEC } as const;
   const [sub, rest] = subcommand(argv, { command: 'meridian rentals', names: ['put', 'get', 'list', 'delete'] as const, help: RENTALS_HELP });
   const args = parseCommand(rest, specs[sub]);
-  let toWrite: Rental[] = [];
   let id: string | undefined;
-  if (sub === 'put') {
-    positionals(args, 'argument', 0);
-    const regions = (args.get('region-list') ?? DEFAULT_REGIONS.join(',')).split(',').map((x) => x.trim()).filter((x) => x.length > 0);
-    toWrite = validated(args.has('file') ? rentalsFromFile(args.get('file')!) : [rentalFromFlags(args)], regions);
-  } else if (sub === 'get' || sub === 'delete') {
-    id = positionals(args, 'rental id')[0];
-  } else {
-    positionals(args, 'argument', 0);
-  }
+  if (sub === 'get' || sub === 'delete') id = positionals(args, 'rental id')[0];
+  else positionals(args, 'argument', 0);
+  // Read before anything connects: a file that cannot be read is a usage error whatever the target.
+  const fromFile = sub === 'put' && args.has('file') ? rentalsFromFile(args.get('file')!) : undefined;
 
   const brokers = (args.get('brokers') ?? process.env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter((b) => b.length > 0);
-  const target = brokers.length > 0 ? await kafkaTarget(brokers) : { ...adminClient(args.get('admin'), args.get('endpoints')), close: async () => undefined };
+  const target: RentalTarget & { close(): Promise<void> } = brokers.length > 0 ? await kafkaTarget(brokers) : { ...adminClient(args.get('admin'), args.get('endpoints')), close: async () => undefined };
   try {
     if (sub === 'put') {
+      // A running service says which regions it accepts and which one its gateways serve, so the simplest put
+      // (no --region) is admitted where it is made; Kafka has no service to ask: the operator names the region.
+      const service = await target.regions?.();
+      const listed = args.get('region-list');
+      const regions = listed !== undefined ? listed.split(',').map((x) => x.trim()).filter((x) => x.length > 0) : service?.regions ?? DEFAULT_REGIONS;
+      const toWrite = validated(fromFile ?? [rentalFromFlags(args, service?.region ?? '')], regions);
       for (const r of toWrite) {
         await target.put(r);
         process.stdout.write(`put ${r.id}\n`);

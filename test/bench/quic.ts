@@ -76,10 +76,10 @@ function bareVerifyRate(txs: Buffer[]): number {
 
 // ---- the Node option, measured in the same run: @matrixai/quic (quiche via napi), server and client in this
 // process, the same stream exchange (0x01 + 600 bytes, FIN → [0x01, 0x00]), awaiting each step as its API asks.
-// It is ESM-only: loaded with a real dynamic import (tsc would turn import() into require()).
-const esmImport = new Function('s', 'return import(s)') as (s: string) => Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// Version 1.2.12, the last whose native packages were published for every platform it lists (2.0.9's exist for
+// linux-x64 only, and a lock that names unpublished packages is one `npm ci` refuses); it is CommonJS.
 
-async function matrixaiStreams(inflight: number, ms: number): Promise<{ perSec: number; p50: number; p99: number }> {
+export async function matrixaiStreams(inflight: number, ms: number): Promise<{ perSec: number; p50: number; p99: number }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mxquic-'));
   const cert = (name: string, cn: string): { key: string; cert: string } => {
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ed25519', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-keyout', `${dir}/${name}.key`, '-out', `${dir}/${name}.crt`], { stdio: 'ignore' });
@@ -88,8 +88,8 @@ async function matrixaiStreams(inflight: number, ms: number): Promise<{ perSec: 
   const srv = cert('server', 'falcon');
   const cli = cert('client', crypto.randomUUID());
   fs.rmSync(dir, { recursive: true, force: true });
-  const { QUICServer, QUICClient } = await esmImport('@matrixai/quic');
-  const { default: Logger, LogLevel } = await esmImport('@matrixai/logger');
+  const { QUICServer, QUICClient } = require('@matrixai/quic'); // eslint-disable-line @typescript-eslint/no-require-imports
+  const { default: Logger, LogLevel } = require('@matrixai/logger'); // eslint-disable-line @typescript-eslint/no-require-imports
   const quiet = new Logger('bench', LogLevel.SILENT);
   const hmac = crypto.randomBytes(32);
   const mac = (k: ArrayBuffer, d: ArrayBuffer): Buffer => crypto.createHmac('sha256', Buffer.from(k)).update(Buffer.from(d)).digest();
@@ -215,7 +215,7 @@ export async function benchQuic(): Promise<BenchResult[]> {
     for (const inflight of [1, INFLIGHT]) {
       try {
         const m = await matrixaiStreams(inflight, 3000);
-        results.push({ bench: 'quic', case: `@matrixai/quic 2.0.9 in-process, stream exchange, ${inflight} in flight`, figures: { tx_per_s: m.perSec, ack_p50_ms: m.p50, ack_p99_ms: m.p99 }, note: 'the measured Node option (why the terminator is Rust): no pipeline, no verification' });
+        results.push({ bench: 'quic', case: `@matrixai/quic 1.2.12 in-process, stream exchange, ${inflight} in flight`, figures: { tx_per_s: m.perSec, ack_p50_ms: m.p50, ack_p99_ms: m.p99 }, note: 'the measured Node option (why the terminator is Rust): no pipeline, no verification' });
       } catch (e) {
         results.push({ bench: 'quic', case: `@matrixai/quic, ${inflight} in flight`, figures: {}, note: `skipped: ${(e as Error).message}` });
       }

@@ -9,6 +9,7 @@ import { projectRoot } from '../support/paths';
 import { ensureTerminatorBinary, TERMINATOR_BIN } from '../../gateways/submit/quic/terminator-build';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
+import { ephemeralListenEnv, type Json } from '../support/ephemeral-env';
 
 // The README's first command, as a newcomer runs it: a fresh `git clone` (of this checkout's HEAD: commit before
 // running), then `npm start`, which builds and runs the local config. The test reads the default endpoints file
@@ -19,27 +20,6 @@ import { waitFor } from '../support/wait';
 // listener of the local config is moved to an ephemeral port through MERIDIAN__… overrides so parallel runs never
 // collide. The overrides are derived from the clone's own local.json: every HOST:PORT value in it is a listener
 // (targets are URLs), so a surface that adds one is covered without touching this file.
-
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-
-const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}$/;
-
-/** MERIDIAN__A__B__KEY=host:0 for every HOST:PORT value in the config (env names: camelCase → SNAKE_CASE). */
-function ephemeralListenEnv(config: Json, at: string[] = []): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (config === null || typeof config !== 'object' || Array.isArray(config)) return out;
-  for (const [k, v] of Object.entries(config)) {
-    if (typeof v === 'string') {
-      const m = HOST_PORT.exec(v);
-      if (m === null) continue;
-      const name = ['MERIDIAN', ...[...at, k].map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase())].join('__');
-      out[name] = `${m[1]}:0`;
-    } else {
-      Object.assign(out, ephemeralListenEnv(v, [...at, k]));
-    }
-  }
-  return out;
-}
 
 describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', function () {
   this.timeout(300_000);
@@ -128,6 +108,9 @@ describe('fresh clone: `npm start`, then a subscriber gets a demo transaction', 
     assert.ok(npm.code === 0 || npm.signal === 'SIGINT', JSON.stringify(npm));
     await pipesClosed;
     assert.match(out, /"msg":"stopped"/, out);
+    // Ctrl-C reaches the foreground group only: the children (own groups) are stopped by the service, and nothing
+    // logs at error level (a terminator killed by the terminal used to be "restarted" with an error line).
+    assert.doesNotMatch(out, /"level":50/, out);
     assert.equal(fs.existsSync(file), false, 'the endpoints file goes with the service');
   });
 });

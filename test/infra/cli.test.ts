@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import type { DecodeSummary } from '../../ingest/cli/decode';
 import { cliCommand, fixture, projectRoot } from '../support/paths';
 import { runCli, type CliResult } from '../ingest/support/child';
+import { ephemeralListenEnv, type Json } from '../support/ephemeral-env';
 
 // The CLI as a user meets it, each case a real child process: help for every command, one message for an
 // unknown option, and one clear line (no stack trace) with the right exit code for each kind of bad input.
@@ -272,12 +273,41 @@ describe('meridian CLI: help, options and bad input (child processes)', function
     });
   });
 
+  describe('subscribe', () => {
+    it('to a port where nothing listens: one line saying so, no dangling "Resolution note", exit 1', async () => {
+      const closed = net.createServer();
+      await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+      const port = (closed.address() as net.AddressInfo).port;
+      await new Promise<void>((r) => closed.close(() => r()));
+      const r = await runCli(['subscribe', '--include', '11111111111111111111111111111111', '--url', `127.0.0.1:${port}`], 60_000);
+      assert.equal(r.code, 1, r.stderr);
+      assert.doesNotMatch(r.stderr, /Resolution note/);
+      oneClearLine(r, new RegExp(`^meridian subscribe: nothing answers at 127\\.0\\.0\\.1:${port} \\(connection refused\\)`));
+    });
+  });
+
+  describe('rentals', () => {
+    it('get without an id points to `rentals get --help`; nothing answering at the admin endpoint is exit 1, not the usage code', async () => {
+      const noId = await runCli(['rentals', 'get', '--admin', '127.0.0.1:1']);
+      assert.equal(noId.code, 2, noId.stderr);
+      assert.match(noId.stderr, /^meridian rentals: expected one rental id, got 0\n\(see "meridian rentals get --help"\)\n$/);
+      const closed = net.createServer();
+      await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+      const port = (closed.address() as net.AddressInfo).port;
+      await new Promise<void>((r) => closed.close(() => r()));
+      const r = await runCli(['rentals', 'list', '--admin', `127.0.0.1:${port}`], 60_000, { KAFKA_BROKERS: '' });
+      assert.equal(r.code, 1, r.stderr);
+      oneClearLine(r, new RegExp(`^meridian rentals: nothing answers at the admin endpoint 127\\.0\\.0\\.1:${port}: is \`meridian start\` running\\?$`));
+    });
+  });
+
   describe('start', () => {
+    // Without --config start runs the local config: every one of its listeners moves to an ephemeral port.
+    const local = JSON.parse(fs.readFileSync(path.join(projectRoot(), 'infra', 'config', 'local.json'), 'utf8')) as Json;
     function env(over: Record<string, string>): NodeJS.ProcessEnv {
       return {
-        MERIDIAN__INGEST__LISTEN: '127.0.0.1:0',
-        MERIDIAN__FANOUT__LISTEN: '127.0.0.1:0',
-        MERIDIAN__METRICS__LISTEN: '127.0.0.1:0',
+        ...ephemeralListenEnv(local),
+        MERIDIAN__BILLING__ENABLED: 'false',
         MERIDIAN__DEMO__ENABLED: 'false',
         LOG_LEVEL: 'error',
         ...over,
@@ -306,6 +336,19 @@ describe('meridian CLI: help, options and bad input (child processes)', function
         assert.equal(r.code, 1, r.stderr);
         assert.doesNotMatch(r.stderr, STACK);
         assert.match(r.stderr, new RegExp(`^meridian start: cannot listen on 127\\.0\\.0\\.1:${port}\\b.*address already in use \\(EADDRINUSE\\)`, 'm'));
+      } finally {
+        taken.close();
+      }
+    });
+
+    it('an EVM endpoint port in use: one line naming gateways.evm.chains.<id>.http and its variable, exit 1', async () => {
+      const taken = net.createServer();
+      await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+      try {
+        const port = (taken.address() as net.AddressInfo).port;
+        const r = await runCli(['start'], 180_000, env({ MERIDIAN__GATEWAYS__EVM__CHAINS__56__HTTP: `127.0.0.1:${port}`, MERIDIAN__GATEWAYS__SUBMIT__QUIC__ENABLED: 'false' }));
+        assert.equal(r.code, 1, r.stderr);
+        oneClearLine(r, new RegExp(`^meridian start: cannot listen on 127\\.0\\.0\\.1:${port} \\(gateways\\.evm\\.chains\\.56\\.http\\): address already in use \\(EADDRINUSE\\); set gateways\\.evm\\.chains\\.56\\.http in the config file or MERIDIAN__GATEWAYS__EVM__CHAINS__56__HTTP to a free address$`));
       } finally {
         taken.close();
       }

@@ -133,7 +133,7 @@ describe('infra: rentals admin endpoint', () => {
   before(async () => {
     await bus.createTopics(defaultTopicSpecs().filter((s) => s.name === TOPIC.rentals));
     projection = await projectRentals(bus, log);
-    admin = await startAdmin(bus, projection, { host: '127.0.0.1', port: 0, regions: ['fra', 'ams'], log });
+    admin = await startAdmin(bus, projection, { host: '127.0.0.1', port: 0, regions: ['fra', 'ams'], region: 'fra', log });
     port = Number(admin.address.split(':')[1]);
   });
   after(async () => {
@@ -183,16 +183,25 @@ describe('infra: rentals admin endpoint', () => {
     assert.equal(projection.all().length, 0);
   });
 
+  it('GET /regions: the regions rentals may name and the one this service serves (what `rentals put` defaults to)', async () => {
+    const r = await request(port, 'GET', '/regions');
+    assert.equal(r.status, 200);
+    const o = json(r) as { regions: string[]; region: string };
+    assert.deepEqual(o.regions, ['fra', 'ams']);
+    assert.equal(o.region, 'fra');
+  });
+
   it('other routes 404, other methods 405 with allow; a malformed escape is a logged 500', async () => {
     for (const path of ['/', '/foo', '/rentals/a/b']) {
       const r = await request(port, 'GET', path);
-      assert.deepEqual([r.status, json(r)], [404, { error: 'no such route; try /rentals or /topics/records' }], path);
+      assert.deepEqual([r.status, json(r)], [404, { error: 'no such route; try /rentals, /regions or /topics/records' }], path);
     }
     const cases: Array<[string, string, string]> = [
       ['POST', '/rentals', 'GET'],
       ['PUT', '/rentals', 'GET'],
       ['DELETE', '/rentals', 'GET'],
       ['POST', '/rentals/r1', 'GET, PUT, DELETE'],
+      ['PUT', '/regions', 'GET'],
     ];
     for (const [method, path, allow] of cases) {
       const r = await request(port, method, path);

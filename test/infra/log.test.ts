@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { createLogger, registerSecret, scrubString } from '../../infra/base/log';
+import { prettyLine } from '../../infra/base/log-pretty';
 
 function capture(): { stream: Writable; lines: () => string[] } {
   const chunks: string[] = [];
@@ -53,5 +54,35 @@ describe('logging rule: no URL, key, token or dedicated path reaches a log line'
 
   it('leaves ordinary text alone', () => {
     assert.equal(scrubString('slot 385970984 complete, 32 shreds'), 'slot 385970984 complete, 32 shreds');
+  });
+});
+
+describe('log format: JSON lines for collectors, human lines on a terminal', () => {
+  it('pretty: time, level, component, message and the other fields as key=value; still scrubbed', () => {
+    const c = capture();
+    const log = createLogger({ destination: c.stream, format: 'pretty' });
+    log.child({ component: 'fanout' }).warn({ address: '127.0.0.1:20202', peer: 'https://x.example/?k=1' }, 'listening');
+    const [line] = c.lines();
+    assert.match(line!, /^\d\d:\d\d:\d\d\.\d{3} WARN  \[fanout\] listening address=127\.0\.0\.1:20202 peer=\[url\]$/);
+  });
+
+  it('json (the default when not asked, and auto on a pipe): one JSON object per line', () => {
+    for (const format of [undefined, 'json', 'auto'] as const) {
+      const c = capture();
+      createLogger({ destination: c.stream, ...(format === undefined ? {} : { format }) }).info({ n: 1 }, 'hello');
+      const o = JSON.parse(c.lines()[0]!) as { msg: string; n: number; level: number };
+      assert.deepEqual([o.msg, o.n, o.level], ['hello', 1, 30]);
+    }
+  });
+
+  it('auto renders for people when the destination is a terminal', () => {
+    const c = capture();
+    (c.stream as Writable & { isTTY?: boolean }).isTTY = true;
+    createLogger({ destination: c.stream, format: 'auto' }).info('hello');
+    assert.match(c.lines()[0]!, /^\d\d:\d\d:\d\d\.\d{3} INFO  hello$/);
+  });
+
+  it('a line that is not JSON passes unchanged', () => {
+    assert.equal(prettyLine('not json'), 'not json');
   });
 });

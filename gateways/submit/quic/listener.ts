@@ -189,8 +189,16 @@ export class QuicListener {
           '--max-connections', String(c.maxConnections),
           '--datagram-buffer-bytes', String(c.datagramBufferBytes),
         ];
-        const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+        // Its own process group: a terminal's Ctrl-C goes to the foreground group, and the terminator must be
+        // stopped by this service (close() closes the bridge, and it exits), not die under it and be "restarted".
+        // If this process dies without close(), the bridge closes with it and the terminator exits by itself.
+        const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
         this.child = child;
+        const killOnExit = (): void => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        };
+        process.once('exit', killOnExit);
+        child.once('exit', () => process.removeListener('exit', killOnExit));
         child.stderr!.on('data', (b: Buffer) => {
           for (const line of b.toString('utf8').split('\n')) if (line.trim() !== '') this.opts.log.warn({ terminator: line.trim() }, 'quic terminator');
         });

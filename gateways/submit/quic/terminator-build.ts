@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ComponentUnavailable } from '../../../infra/base/unavailable';
 
 // The QUIC terminator is a small Rust program (terminator/, quinn + rustls from crates.io). It is built with
 // cargo on first use and cached under `$MERIDIAN_CACHE/quic-terminator` (else `<project>/.cache/…`, git-ignored),
@@ -36,13 +37,28 @@ function binaryPath(name: string): string {
   return path.join(terminatorTargetDir(), 'release', name);
 }
 
-function runCargo(packages: string[], progress: (line: string) => void): Promise<void> {
+/** How to run the service without the QUIC transport: its switch, and what still serves submissions. */
+export const WITHOUT_QUIC = 'set MERIDIAN__GATEWAYS__SUBMIT__QUIC__ENABLED=false (gateways.submit.quic.enabled); submissions still arrive over HTTP and UDP';
+
+function cargoMissing(): ComponentUnavailable {
+  return new ComponentUnavailable('gateways.submit.quic', "the QUIC terminator is built with Rust's cargo (>= 1.85), which is not on PATH", WITHOUT_QUIC);
+}
+
+function onPath(cmd: string): boolean {
+  return (process.env.PATH ?? '').split(path.delimiter).some((d) => d !== '' && fs.existsSync(path.join(d, process.platform === 'win32' ? `${cmd}.exe` : cmd)));
+}
+
+function runCargo(packages: string[], progress: (line: string) => void, what: string): Promise<void> {
   const args = ['build', '--release', '--locked', '--manifest-path', path.join(terminatorSourceDir(), 'Cargo.toml'), ...packages.flatMap((p) => ['-p', p])];
   return new Promise((resolve, reject) => {
     const child = spawn('cargo', args, {
       env: { ...process.env, CARGO_TARGET_DIR: terminatorTargetDir(), CARGO_TERM_COLOR: 'never' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // A service stopped while it builds (a signal during start) leaves no cargo behind.
+    const killOnExit = (): void => void child.kill('SIGTERM');
+    process.once('exit', killOnExit);
+    child.once('exit', () => process.removeListener('exit', killOnExit));
     let tail = '';
     let current = '';
     let compiled = 0;
@@ -58,16 +74,16 @@ function runCargo(packages: string[], progress: (line: string) => void): Promise
     child.stderr.on('data', onData);
     const started = Date.now();
     const timer = setInterval(() => {
-      if (compiled > 0) progress(`still building the QUIC terminator (${Math.round((Date.now() - started) / 1000)} s, ${compiled} crates, now ${current})`);
+      if (compiled > 0) progress(`still building ${what} (${Math.round((Date.now() - started) / 1000)} s, ${compiled} crates, now ${current})`);
     }, PROGRESS_EVERY_MS);
-    child.once('error', (e) => {
+    child.once('error', (e: NodeJS.ErrnoException) => {
       clearInterval(timer);
-      reject(new Error(`cannot run cargo (is the Rust toolchain installed?): ${e.message}`));
+      reject(e.code === 'ENOENT' ? cargoMissing() : new Error(`cannot run cargo (is the Rust toolchain installed?): ${e.message}`));
     });
     child.once('close', (code) => {
       clearInterval(timer);
       if (code === 0) resolve();
-      else reject(new Error(`cargo build of the QUIC terminator exited with ${code}:\n${tail.trim()}`));
+      else reject(new Error(`cargo build of ${what} exited with ${code}:\n${tail.trim()}`));
     });
   });
 }
@@ -86,9 +102,12 @@ export function ensureTerminatorBinary(name: string = TERMINATOR_BIN, progress?:
       const bin = binaryPath(name);
       const fresh = !fs.existsSync(bin);
       const rel = path.relative(process.cwd(), terminatorTargetDir());
+      // Without cargo a binary built before is used as it is (it cannot be checked against the sources).
+      if (!fresh && !onPath('cargo')) return bin;
+      if (fresh && !onPath('cargo')) throw cargoMissing();
       if (fresh) say(`building ${name} with cargo into ${rel.startsWith('..') ? terminatorTargetDir() : rel} (first run only; a few minutes)`);
       const started = Date.now();
-      await runCargo([name], say);
+      await runCargo([name], say, name === PROBE_BIN ? `the QUIC test client (${name})` : 'the QUIC terminator');
       if (!fs.existsSync(bin)) throw new Error(`cargo finished but ${bin} is missing`);
       if (fresh) say(`${name} ready after ${Math.round((Date.now() - started) / 1000)} s`);
       return bin;

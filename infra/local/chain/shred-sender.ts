@@ -27,6 +27,11 @@ export class ShredSender {
   constructor(private readonly o: ShredSenderOptions) {
     this.socket = dgram.createSocket(o.host.includes(':') ? 'udp6' : 'udp4');
     this.socket.on('error', () => this.errors++);
+    // Shreds for a loopback ingest leave from loopback too: an unbound socket would bind every interface
+    // (0.0.0.0:<ephemeral>) on its first send, and nothing else of a local run listens beyond loopback.
+    // Sends made while the bind is under way are queued by node:dgram.
+    const loopback = o.host === '::1' || o.host === 'localhost' || o.host.startsWith('127.');
+    if (loopback) this.socket.bind(0, o.host === 'localhost' ? '127.0.0.1' : o.host);
     this.chainedRoot = o.genesisRoot;
   }
 
@@ -50,6 +55,15 @@ export class ShredSender {
     for (const s of batch.shreds) this.socket.send(s, this.o.port, this.o.host, (e) => { if (e) this.errors++; });
     this.shredsSent += batch.shreds.length;
     this.batchesSent++;
+  }
+
+  /** The local address shreds leave from (undefined before the first send of an unbound socket). */
+  localAddress(): { address: string; port: number } | undefined {
+    try {
+      return this.socket.address();
+    } catch {
+      return undefined;
+    }
   }
 
   close(): Promise<void> {

@@ -7,7 +7,7 @@ import {
 // litesvm's transaction errors → the JSON a real node puts in `err` (serde's externally tagged enums:
 // unit variants as strings, data variants as {"Name": data}) and the Display text a real node puts in the
 // preflight error message ("Transaction simulation failed: <text>"). Index = the enum's discriminant in
-// litesvm 1.5 (internal.d.ts), which follows agave's TransactionError / InstructionError order.
+// litesvm 1.4 (internal.d.ts), which follows agave's TransactionError / InstructionError order.
 
 export type TxErrJson = string | Record<string, unknown>;
 

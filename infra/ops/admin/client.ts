@@ -3,11 +3,20 @@ import http from 'node:http';
 import type { Rental } from '../../../bus/topics/rentals';
 import { splitHostPort } from '../../base/host-port';
 import { UsageError } from '../../base/args';
+import { OperatorError } from '../../base/operator-error';
 
 // The CLI's side of the admin endpoint (infra/ops/admin/server.ts). The address comes from --admin or from the
 // endpoints file a running `meridian start` writes (key "admin").
 
+/** The regions a service accepts rentals for, and the one its gateways serve ('' = any). */
+export interface ServiceRegions {
+  regions: string[];
+  region: string;
+}
+
 export interface RentalTarget {
+  /** What the running service accepts; undefined where the target cannot say (Kafka has no service to ask). */
+  regions?(): Promise<ServiceRegions | undefined>;
   list(): Promise<Rental[]>;
   put(r: Rental): Promise<Rental>;
   /** false when there was no such rental. */
@@ -51,7 +60,7 @@ function call(addr: { host: string; port: number }, method: string, path: string
       });
     });
     req.on('timeout', () => req.destroy(new Error('admin endpoint did not answer within 10 s')));
-    req.on('error', (e: NodeJS.ErrnoException) => reject(e.code === 'ECONNREFUSED' ? new UsageError(`nothing answers at the admin endpoint ${addr.host}:${addr.port}: is \`meridian start\` running?`) : e));
+    req.on('error', (e: NodeJS.ErrnoException) => reject(e.code === 'ECONNREFUSED' ? new OperatorError(`nothing answers at the admin endpoint ${addr.host}:${addr.port}: is \`meridian start\` running?`) : e));
     req.end(data);
   });
 }
@@ -64,6 +73,14 @@ function fail(status: number, json: unknown): never {
 export function adminClient(flag: string | undefined, endpointsFile: string | undefined): RentalTarget {
   const addr = (): { host: string; port: number } => adminAddress(flag, endpointsFile);
   return {
+    regions: async () => {
+      const { status, json } = await call(addr(), 'GET', '/regions');
+      if (status === 404) return undefined; // a service from before the route
+      if (status !== 200) fail(status, json);
+      const o = json as { regions?: unknown; region?: unknown };
+      if (!Array.isArray(o.regions) || !o.regions.every((r) => typeof r === 'string') || typeof o.region !== 'string') throw new Error('admin endpoint: /regions answered an unexpected shape');
+      return { regions: o.regions as string[], region: o.region };
+    },
     list: async () => {
       const { status, json } = await call(addr(), 'GET', '/rentals');
       if (status !== 200) fail(status, json);

@@ -28,6 +28,8 @@ export interface AdminOptions {
   host: string;
   port: number;
   regions: readonly string[];
+  /** The region this service's gateways serve ('' = any): what a rental put without a region is for. */
+  region?: string;
   log: Log;
 }
 
@@ -104,8 +106,15 @@ export async function startAdmin(bus: Bus, registry: RentalRegistry, o: AdminOpt
       ctx.set('allow', 'GET, POST');
       return send(ctx, 405, { error: `${ctx.method} is not allowed here` });
     }
+    if (url.pathname === '/regions') {
+      if (ctx.method !== 'GET') {
+        ctx.set('allow', 'GET');
+        return send(ctx, 405, { error: `${ctx.method} is not allowed here` });
+      }
+      return send(ctx, 200, { regions: o.regions, region: o.region ?? '' });
+    }
     const m = /^\/rentals(?:\/([^/]+))?\/?$/.exec(url.pathname);
-    if (m === null) return send(ctx, 404, { error: 'no such route; try /rentals or /topics/records' });
+    if (m === null) return send(ctx, 404, { error: 'no such route; try /rentals, /regions or /topics/records' });
     const id = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
     if (ctx.method === 'GET' && id === undefined) return send(ctx, 200, registry.all().sort((a, b) => a.id.localeCompare(b.id)));
     if (ctx.method === 'GET' && id !== undefined) {

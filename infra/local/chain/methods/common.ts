@@ -7,7 +7,7 @@ import { commitment, optU64, type Commitment, type Raw } from '../rpc/params';
 export type Handler = (params: unknown[]) => unknown;
 export type Methods = Record<string, Handler>;
 
-/** The version this node reports (getVersion, context.apiVersion): the agave line litesvm 1.5 executes. */
+/** The version this node reports (getVersion, context.apiVersion): the agave line litesvm 1.4 executes. */
 export const NODE_VERSION = '3.0.0';
 export const FEATURE_SET = 3640012085;
 
