@@ -8,7 +8,7 @@ import { balance, chainClient, latestBlockhash, sendTx, transfer, waitConfirmed 
 import { quietLog } from '../support/log-capture';
 import { StreamClient } from '../support/stream-client';
 
-// The local chain's litesvm (1.5.0, built on solana-message 4.6 / solana-transaction 4.3) executes v1 transactions
+// The local chain's litesvm (1.4.1 in the lock; 1.5.0 too, checked on both) executes v1 transactions
 // (checked here, not assumed): a v1 transfer sent to the chain's sendTransaction executes, lands in its block, is
 // shredded to ingest and delivered to a gRPC subscriber as a v1 transaction, on the embedded bus.
 

@@ -34,7 +34,7 @@ export interface FeeInfo {
 
 export function feeOf(tx: TxFields): FeeInfo {
   // v1 (SIMD-0385): the config mask replaces ComputeBudget instructions (ignored even when present); the priority
-  // fee is a total in lamports and an unset compute-unit limit is 0. (litesvm 1.5.0 charges exactly this.)
+  // fee is a total in lamports and an unset compute-unit limit is 0. (litesvm 1.4.1 and 1.5.0 charge exactly this; the v1 loop test checks the balance.)
   const c = tx.v1Config;
   if (c !== undefined) {
     const total = c.priorityFee ?? 0n;
