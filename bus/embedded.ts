@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Bus, ConsumeOptions, Consumer, LogIdentity, ProduceRecord, TopicSpec } from './bus';
 import { Cursor, type CursorHooks } from './embedded-cursor';
 import { Group, type Member } from './embedded-group';
@@ -17,7 +17,8 @@ import { rootLogger, type Log } from '../infra/base/log';
 // (unless copyOnProduce is false), so a producer may reuse its buffers as it could with Kafka.
 // Nothing is kept on disk: a topic's records and offsets live as long as the bus instance (in a one-machine run,
 // the process). So each topic gets a random log id when it is created (logIdentity): a restart starts new logs
-// at offset 0 under new ids, and offsets kept elsewhere (billing ledgers) can tell.
+// at offset 0 under new ids, and offsets kept elsewhere (billing ledgers) can tell. Not a UUID: the log scrubber
+// takes UUIDs for API keys, and an operator must be able to read which log a ledger was archived from.
 
 export interface EmbeddedBusOptions {
   /** Plain topics: messages kept per partition. */
@@ -118,7 +119,7 @@ export class EmbeddedBus implements Bus {
         compactMinDirty: this.opts.compactMinDirty ?? 1000,
       };
       const logs = Array.from({ length: spec.partitions }, (_, p) => new PartitionLog(spec.name, p, limits));
-      this.topics.set(spec.name, { spec: { ...spec }, logs, roundRobin: 0, logId: `embedded:${randomUUID()}` });
+      this.topics.set(spec.name, { spec: { ...spec }, logs, roundRobin: 0, logId: `embedded:${randomBytes(12).toString('hex')}` });
     }
   }
 

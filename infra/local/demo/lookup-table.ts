@@ -1,4 +1,5 @@
 import { sign, type Keypair } from '../../base/keypair';
+import { encodeCompactU16 } from '../../../proto/txn/compact-u16';
 import { findProgramAddress } from '../../base/program-address';
 import { ALT_PROGRAM_ID, encodeAltInstruction } from '../../../proto/lookup-table/program';
 import { SYSTEM_PROGRAM, type Tip } from './transfers';
@@ -35,8 +36,9 @@ function transferData(lamports: bigint): Buffer {
   return d;
 }
 
+// Counts and lengths are compact-u16: an extension of 4+ addresses carries ≥ 128 bytes of data (two length bytes).
 function ix(program: number, accounts: number[], data: Buffer): Buffer {
-  return Buffer.concat([Buffer.from([program, accounts.length, ...accounts, data.length]), data]);
+  return Buffer.concat([Buffer.from([program]), encodeCompactU16(accounts.length), Buffer.from(accounts), encodeCompactU16(data.length), data]);
 }
 
 function signed(payer: Keypair, message: Buffer): Buffer {
