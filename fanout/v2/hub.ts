@@ -111,7 +111,7 @@ export class V2Hub {
   private closed = false;
   /** Streams holding a filter with match_loaded_addresses: while 0, no record is resolved. */
   private loadedStreams = 0;
-  private held: Held[] = [];
+  private held: Array<Held | undefined> = [];
   private heldHead = 0;
   private heldBytes = 0;
   private draining = false;
@@ -285,7 +285,7 @@ export class V2Hub {
       while (this.heldHead < this.held.length) {
         const e = this.held[this.heldHead]!;
         if (!e.ready) break;
-        this.held[this.heldHead++] = undefined as unknown as Held;
+        this.held[this.heldHead++] = undefined; // processed: not kept alive by the queue
         this.heldBytes -= e.m.value?.length ?? 0;
         if (e.tx) this.processTx(e.m, e.record, e.lookups, e.loaded);
         else this.processSlot(e.m);
