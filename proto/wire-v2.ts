@@ -175,11 +175,23 @@ export function encodeTxShared(
  * the shared part of the streams whose matched filters asked for it.
  */
 export function encodeLoadedAddresses(l: { writable: readonly Uint8Array[]; readonly: readonly Uint8Array[]; unresolvedTables: readonly Uint8Array[] }): Buffer {
-  const f = new Fields();
-  for (const k of l.writable) f.bytes(0x0a, k, true);
-  for (const k of l.readonly) f.bytes(0x12, k, true);
-  for (const k of l.unresolvedTables) f.bytes(0x1a, k, true);
-  return f.toBuffer();
+  // Written directly (no Fields part per key): tens of keys per transaction, on the matching path.
+  let size = 0;
+  for (const list of [l.writable, l.readonly, l.unresolvedTables]) for (const k of list) size += 1 + varintSize(k.length) + k.length;
+  const buf = Buffer.allocUnsafe(size);
+  let o = 0;
+  const put = (tag: number, list: readonly Uint8Array[]): void => {
+    for (const k of list) {
+      buf[o++] = tag;
+      o = writeVarint(buf, o, k.length);
+      buf.set(k, o);
+      o += k.length;
+    }
+  };
+  put(0x0a, l.writable);
+  put(0x12, l.readonly);
+  put(0x1a, l.unresolvedTables);
+  return buf;
 }
 
 /** The shared part of a slot update. */
