@@ -16,6 +16,7 @@
 //
 //   Transaction:  0x08 slot varint, 0x12 signature, 0x1a decoded (arpc SubscribeResponseTransaction bytes from
 //                 ingest, unchanged), 0x22 raw, 0x2a loaded, 0x32 observed_at
+//   LoadedAddresses: 0x0a writable[], 0x12 readonly[], 0x1a unresolved_tables[] (32 bytes each)
 //   SlotUpdate:   0x08 slot, 0x10 status, 0x1a observed_at, 0x22 dead_reason
 //   Gap:          0x0a from_cursor, 0x10 reason, 0x18 count, 0x20 first_slot, 0x28 last_slot
 //   ReplayComplete 0x08 replayed; Heartbeat 0x08 newest_slot; FilterAck 0x0a id, 0x10 status, 0x1a reason,
@@ -155,12 +156,42 @@ function control(cursor: Uint8Array | null, createdAtMs: number, tag: number, bo
  * The shared part of a transaction update: cursor ‖ created_at ‖ transaction{slot, signature, decoded?, raw?,
  * observed_at}. `decoded` is the SubscribeResponseTransaction bytes ingest encoded (copied, never re-encoded).
  */
-export function encodeTxShared(cursor: Uint8Array, createdAtMs: number, tx: { slot: bigint; signature: Uint8Array; decoded: Uint8Array | null; raw: Uint8Array | null; observedAtMs: number }): Buffer {
+export function encodeTxShared(
+  cursor: Uint8Array,
+  createdAtMs: number,
+  tx: { slot: bigint; signature: Uint8Array; decoded: Uint8Array | null; raw: Uint8Array | null; observedAtMs: number; loaded?: Uint8Array | null },
+): Buffer {
   const t = new Fields().u64(0x08, tx.slot).bytes(0x12, tx.signature);
   if (tx.decoded !== null) t.bytes(0x1a, tx.decoded, true);
   if (tx.raw !== null) t.bytes(0x22, tx.raw, true);
+  if (tx.loaded !== undefined && tx.loaded !== null) t.bytes(0x2a, tx.loaded, true);
   t.message(0x32, timestamp(tx.observedAtMs));
   return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(TRANSACTION_TAG, t).toBuffer();
+}
+
+/**
+ * A `LoadedAddresses` body (the Transaction's field 5, without its tag): 0x0a writable[] ‖ 0x12 readonly[] ‖
+ * 0x1a unresolved_tables[], each a 32-byte key, in the chain's load order. Encoded once per record and copied into
+ * the shared part of the streams whose matched filters asked for it.
+ */
+export function encodeLoadedAddresses(l: { writable: readonly Uint8Array[]; readonly: readonly Uint8Array[]; unresolvedTables: readonly Uint8Array[] }): Buffer {
+  // Written directly (no Fields part per key): tens of keys per transaction, on the matching path.
+  let size = 0;
+  for (const list of [l.writable, l.readonly, l.unresolvedTables]) for (const k of list) size += 1 + varintSize(k.length) + k.length;
+  const buf = Buffer.allocUnsafe(size);
+  let o = 0;
+  const put = (tag: number, list: readonly Uint8Array[]): void => {
+    for (const k of list) {
+      buf[o++] = tag;
+      o = writeVarint(buf, o, k.length);
+      buf.set(k, o);
+      o += k.length;
+    }
+  };
+  put(0x0a, l.writable);
+  put(0x12, l.readonly);
+  put(0x1a, l.unresolvedTables);
+  return buf;
 }
 
 /** The shared part of a slot update. */

@@ -1,19 +1,21 @@
 import type { Bus, BusMessage, Consumer } from '../../bus/bus';
 import type { Rental } from '../../bus/topics/rentals';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
-import { decodeTxRecord, SIGNATURE_SZ } from '../../bus/topics/stream-transactions';
+import { decodeTxRecord, SIGNATURE_SZ, type TxRecord } from '../../bus/topics/stream-transactions';
 import type { UsageSink } from '../../bus/usage-producer';
 import type { Log } from '../../infra/base/log';
-import { encodeSlotShared, encodeTxShared, SlotStatus } from '../../proto/wire-v2';
+import { encodeLoadedAddresses, encodeSlotShared, encodeTxShared, SlotStatus } from '../../proto/wire-v2';
 import type { FanoutConfig } from '../config';
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
-import { FilterIndex } from '../filter-index';
-import { noResolution, type LoadedAddressResolver } from '../loaded-addresses';
+import { FilterIndex, type Match } from '../filter-index';
+import { noResolution, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../loaded-addresses';
+import { readLookups } from '../lookup-tables/read-lookups';
 import { fanoutMetrics } from '../metrics';
 import type { QueueBudget } from '../queue-budget';
 import type { StreamLimits, StreamOrigin } from '../stream-limits';
 import { StreamUsage } from '../stream-usage';
 import { clonePosition, cursorText, decodeCursor, encodeCursor, TopicTag, type Position } from './cursor';
+import { allUnresolved, matchWithLoaded } from './loaded-match';
 import type { V2Start } from './request';
 import { V2Session, type ReplayRecord, type ResolvedStart, type V2Context, type V2Port } from './session';
 import { SlotTimeline } from './slot-timeline';
@@ -27,12 +29,30 @@ import { SlotTimeline } from './slot-timeline';
 // starts mid-stream cannot know which signatures came before it, so deduplication would make a resumed stream
 // differ from an uninterrupted one. Redundant ingest's duplicates arrive with distinct cursors; clients drop them
 // by Transaction.signature.
+//
+// Lookup tables (TransactionFilter.match_loaded_addresses). While some stream holds a flagged filter, each
+// transaction record with lookups is resolved once, here, before it is matched: through the process's resolver
+// (the table cache; noResolution without one, which names every table unresolved). Held tables answer at once and
+// the record goes through as before. A record naming a table not held yet waits for it — at most the resolver's
+// bound (fanout.lookupTables.waitMs) — and so do the records that come after it (transactions and slots alike):
+// the hub processes records strictly in bus order, so the position, every cursor and every stream's seq follow the
+// bus exactly as without resolution, and a resumed stream sees the records in the order an uninterrupted one did.
+// Resolution is started for each record as it arrives, not when it reaches the head, so a record is held at most
+// the bound after its own arrival, however many wait before it. (v1 does otherwise: it delivers the waiting
+// transaction after later ones; v1 has no cursor to keep.) The held records are capped (HOLD_MAX_*): past the cap,
+// the oldest waiting record stops waiting and is matched on its static keys with every table marked unresolved.
+// Without a flagged filter anywhere, nothing of this runs: no decode of lookups, no allocation, no hold.
+//
+// A replay resolves the records it reads the same way, against the cache as it is at replay time (the chain's rules
+// are applied at the transaction's own slot, so a table extended or deactivated since gives the same answer). What
+// can differ from the live stream is only a record whose table was unresolved live (the miss flag said so) and is
+// held by the time of the replay, or the reverse (a table closed since, no longer fetchable).
 
 export interface V2HubOptions {
   bus: Bus;
   budget: QueueBudget;
   streamLimits: StreamLimits;
-  /** Lookup-table resolution (fanout/loaded-addresses.ts); v2 does not call it yet (see the README). */
+  /** Lookup-table resolution (fanout/loaded-addresses.ts) for filters with match_loaded_addresses; default noResolution. */
   resolver?: LoadedAddressResolver;
   usage?: { sink: UsageSink; periodMs: number };
   log: Log;
@@ -50,6 +70,24 @@ const TIMELINE_MAX = 1_000_000;
 /** How old the cached first retained offsets may be when a start is checked against them. */
 const STARTS_MAX_AGE_MS = 10_000;
 const STARTS_REFRESH_MS = 1000;
+/**
+ * Records held behind one waiting for its tables, at most. A hold lasts at most waitMs (default 50 ms): at a
+ * 4,000 tx/s stream that is ~200 records, so the cap is only reached with a much longer waitMs or a far faster
+ * stream; the bytes cap bounds the memory the held records keep alive (records are ≤ 1232-byte transactions plus
+ * keys, ~2 KiB).
+ */
+const HOLD_MAX_RECORDS = 16_384;
+const HOLD_MAX_BYTES = 32 << 20;
+
+/** A bus record held in order behind one whose lookup tables are being resolved. */
+interface Held {
+  m: BusMessage;
+  tx: boolean;
+  record: TxRecord | null;
+  lookups: readonly TableLookup[] | null;
+  loaded: LoadedAddresses | null;
+  ready: boolean;
+}
 
 function toArray(m: Map<number, string>): number[] {
   const out: number[] = [];
@@ -71,13 +109,19 @@ export class V2Hub {
   private replays = 0;
   private nextId = 1;
   private closed = false;
+  /** Streams holding a filter with match_loaded_addresses: while 0, no record is resolved. */
+  private loadedStreams = 0;
+  private held: Array<Held | undefined> = [];
+  private heldHead = 0;
+  private heldBytes = 0;
+  private draining = false;
   private readonly heartbeatTimer: NodeJS.Timeout;
   private readonly startsTimer: NodeJS.Timeout;
   private readonly usage: StreamUsage | undefined;
   private readonly ctx: V2Context;
   private readonly now: () => number;
   readonly resolver: LoadedAddressResolver;
-  readonly counts = { delivered: 0, deliveredTransactions: 0, bytes: 0, replaysStarted: 0, outOfRange: 0 };
+  readonly counts = { delivered: 0, deliveredTransactions: 0, bytes: 0, replaysStarted: 0, outOfRange: 0, resolved: 0, held: 0, heldCapped: 0 };
 
   constructor(
     private readonly cfg: FanoutConfig,
@@ -118,6 +162,7 @@ export class V2Hub {
       releaseReplay: () => void this.replays--,
       replayRatePerSec: cfg.v2.replayRecordsPerSec,
       replayRecord: (s, index, r, cursor) => this.replayRecord(s, index, r, cursor),
+      loadedFilters: (_s, on) => void (this.loadedStreams += on ? 1 : -1),
       onWrite: (bytes, isTx) => {
         hub.counts.delivered++;
         hub.counts.bytes += bytes;
@@ -179,12 +224,105 @@ export class V2Hub {
     clearInterval(this.heartbeatTimer);
     clearInterval(this.startsTimer);
     this.usage?.close();
+    this.held = [];
+    this.heldHead = 0;
+    this.heldBytes = 0;
     for (const s of [...this.sessions]) s.shutdown();
   }
 
   // ---- live records ---------------------------------------------------------------------------------------------
 
   onTransaction(m: BusMessage): void {
+    if (this.loadedStreams === 0 && this.heldHead === this.held.length) return this.processTx(m, null, null, null);
+    const e: Held = { m, tx: true, record: null, lookups: null, loaded: null, ready: true };
+    if (this.loadedStreams > 0 && m.value !== null) {
+      const d = decodeTxRecord(m.value);
+      if (d.ok) {
+        e.record = d.record;
+        const lookups = readLookups(d.record.message);
+        e.lookups = lookups;
+        if (lookups !== null && lookups.length > 0) {
+          e.ready = false;
+          let sync = true;
+          this.counts.resolved++;
+          this.resolver.resolve(lookups, d.record.slot, (loaded) => {
+            if (e.ready) return; // stopped waiting (the hold cap) or the hub closed
+            e.loaded = loaded;
+            e.ready = true;
+            if (!sync) this.drain();
+          });
+          sync = false;
+        }
+      }
+    }
+    if (e.ready && this.heldHead === this.held.length) return this.processTx(m, e.record, e.lookups, e.loaded);
+    this.hold(e);
+  }
+
+  /** Queues a record behind a waiting one, within the caps (past them, the oldest waiting record stops waiting). */
+  private hold(e: Held): void {
+    if (this.closed) return;
+    this.held.push(e);
+    this.counts.held++;
+    this.heldBytes += e.m.value?.length ?? 0;
+    while (this.held.length - this.heldHead > HOLD_MAX_RECORDS || this.heldBytes > HOLD_MAX_BYTES) {
+      // The head is the waiting record whenever something is held (drain runs up to the first one that waits).
+      const w = this.held[this.heldHead];
+      if (w === undefined || w.ready) break;
+      w.loaded = allUnresolved(w.lookups!);
+      w.ready = true;
+      this.counts.heldCapped++;
+      this.drain();
+    }
+    this.drain();
+  }
+
+  /** Processes held records from the head while they are ready, in bus order. */
+  private drain(): void {
+    if (this.draining || this.closed) return;
+    this.draining = true;
+    try {
+      while (this.heldHead < this.held.length) {
+        const e = this.held[this.heldHead]!;
+        if (!e.ready) break;
+        this.held[this.heldHead++] = undefined; // processed: not kept alive by the queue
+        this.heldBytes -= e.m.value?.length ?? 0;
+        if (e.tx) this.processTx(e.m, e.record, e.lookups, e.loaded);
+        else this.processSlot(e.m);
+      }
+      if (this.heldHead === this.held.length) {
+        this.held = [];
+        this.heldHead = 0;
+      } else if (this.heldHead > 1024 && this.heldHead * 2 > this.held.length) {
+        this.held = this.held.slice(this.heldHead);
+        this.heldHead = 0;
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /**
+   * The matches of a record: on its static keys, and — when a stream has filters with match_loaded_addresses and
+   * the record has lookups — on what they load as well (loaded-match.ts). `loaded` is null when the record was
+   * not resolved on arrival (no flagged filter then): resolved now if the tables are held, else every table is
+   * named unresolved (the flagged filter was added while the record was held behind another).
+   */
+  private matchTx(index: FilterIndex<V2Session>, r: TxRecord, lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null, flagged: boolean): { matches: Match<V2Session>[]; loaded: LoadedAddresses | null } {
+    const matches = index.match(r.accountKeys);
+    if (!flagged) return { matches, loaded: null };
+    lookups ??= readLookups(r.message);
+    if (lookups === null || lookups.length === 0) return { matches, loaded: null };
+    if (loaded === null) {
+      let now: LoadedAddresses | null = null;
+      this.resolver.resolve(lookups, r.slot, (l) => void (now ??= l));
+      const got: LoadedAddresses | null = now;
+      loaded = got ?? allUnresolved(lookups);
+    }
+    return { matches: matchWithLoaded(index, matches, r.accountKeys, loaded), loaded };
+  }
+
+  private processTx(m: BusMessage, decoded: TxRecord | null, lookups: readonly TableLookup[] | null, loadedIn: LoadedAddresses | null): void {
     const p = m.partition;
     const o = Number(m.offset);
     const offs = this.position.get(TopicTag.transactions)!;
@@ -193,33 +331,47 @@ export class V2Hub {
     offs[p] = o + 1;
     this.cursorCache = null;
     if (m.value === null) return;
-    const d = decodeTxRecord(m.value);
-    if (!d.ok) return;
-    const r = d.record;
+    let r = decoded;
+    if (r === null) {
+      const d = decodeTxRecord(m.value);
+      if (!d.ok) return;
+      r = d.record;
+    }
     if (r.slot > this.newest) this.newest = r.slot;
     if (this.index.size.subscribers === 0) return this.afterRecord();
-    const matches = this.index.match(r.accountKeys);
+    const { matches, loaded } = this.matchTx(this.index, r, lookups, loadedIn, this.loadedStreams > 0);
+    // Two shared parts at most, each encoded once: without `loaded`, and with it for streams whose matched filters
+    // asked for it.
     let shared: Buffer | undefined;
+    let sharedLoaded: Buffer | undefined;
+    let loadedBody: Buffer | undefined;
     let cursor: Buffer | undefined;
     for (const mt of matches) {
       const s = mt.sub;
       if (!s.isLive || !s.aboveFloor(TopicTag.transactions, p, o) || r.slot < s.minSlot) continue;
       cursor ??= this.cursor();
+      const withLoaded = loaded !== null && (mt.mask & s.loadedMask) !== 0;
+      if (withLoaded) loadedBody ??= encodeLoadedAddresses(loaded);
       if (s.hasFloor) {
         // Resumed ahead of this hub on some partition: its own cursor until the hub passes (rare, short).
         const own = s.cursor();
         if (own !== cursor) {
-          s.deliverTx(mt.mask, mt.set, this.txShared(own, m.key, r), own, false);
+          s.deliverTx(mt.mask, mt.set, this.txShared(own, m.key, r, withLoaded ? loadedBody! : null), own, false);
           continue;
         }
       }
-      shared ??= this.txShared(cursor, m.key, r);
-      s.deliverTx(mt.mask, mt.set, shared, cursor, false);
+      const sh = withLoaded ? (sharedLoaded ??= this.txShared(cursor, m.key, r, loadedBody!)) : (shared ??= this.txShared(cursor, m.key, r, null));
+      s.deliverTx(mt.mask, mt.set, sh, cursor, false);
     }
     this.afterRecord();
   }
 
   onSlot(m: BusMessage): void {
+    if (this.heldHead === this.held.length) return this.processSlot(m);
+    this.hold({ m, tx: false, record: null, lookups: null, loaded: null, ready: true });
+  }
+
+  private processSlot(m: BusMessage): void {
     const p = m.partition;
     const o = Number(m.offset);
     const offs = this.position.get(TopicTag.slots)!;
@@ -271,9 +423,9 @@ export class V2Hub {
     for (const s of [...this.replaying]) if (s.checkCaughtUp() || !s.isReplaying) this.replaying.delete(s);
   }
 
-  private txShared(cursor: Buffer, key: Buffer | null, r: { slot: bigint; message: Buffer; observedAtMs: number }): Buffer {
+  private txShared(cursor: Buffer, key: Buffer | null, r: { slot: bigint; message: Buffer; observedAtMs: number }, loaded: Buffer | null): Buffer {
     const signature = key !== null && key.length === SIGNATURE_SZ ? key : Buffer.alloc(0);
-    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature, decoded: r.message, raw: null, observedAtMs: r.observedAtMs });
+    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature, decoded: r.message, raw: null, observedAtMs: r.observedAtMs, loaded });
   }
 
   private cursor(): Buffer {
@@ -316,17 +468,38 @@ export class V2Hub {
     return c;
   }
 
-  private replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): void {
+  private replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): Promise<void> | undefined {
     if (r.value === null) return;
     if (r.tag === TopicTag.transactions) {
       const d = decodeTxRecord(r.value);
       if (!d.ok || d.record.slot < s.minSlot) return;
-      const mt = index.match(d.record.accountKeys);
-      for (const x of mt) {
-        const c = cursor();
-        s.deliverTx(x.mask, x.set, this.txShared(c, r.key, d.record), c, true);
-      }
-      return;
+      const rec = d.record;
+      const deliver = (lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null): void => {
+        const { matches, loaded: l } = this.matchTx(index, rec, lookups, loaded, s.loadedMask !== 0);
+        for (const x of matches) {
+          const c = cursor();
+          const withLoaded = l !== null && (x.mask & s.loadedMask) !== 0;
+          s.deliverTx(x.mask, x.set, this.txShared(c, r.key, rec, withLoaded ? encodeLoadedAddresses(l) : null), c, true);
+        }
+      };
+      if (s.loadedMask === 0) return void deliver(null, null);
+      const lookups = readLookups(rec.message);
+      if (lookups === null || lookups.length === 0) return void deliver(null, null);
+      // One record of one stream at a time (the replay awaits it), so one resolution per replayed record.
+      let sync = true;
+      let now: LoadedAddresses | null = null;
+      let wake: (() => void) | undefined;
+      this.resolver.resolve(lookups, rec.slot, (loaded) => {
+        if (sync) now = loaded;
+        else {
+          if (s.isReplaying) deliver(lookups, loaded);
+          wake?.();
+        }
+      });
+      sync = false;
+      const got: LoadedAddresses | null = now;
+      if (got !== null) return void deliver(lookups, got);
+      return new Promise<void>((resolve) => (wake = resolve));
     }
     if (!s.slots) return;
     const sr = decodeSlotRecord(r.value);

@@ -56,8 +56,14 @@ export interface V2Context {
   readonly maxReplays: number;
   releaseReplay(): void;
   replayRatePerSec: number;
-  /** Decodes and matches one record for a replaying session, delivering through the session's deliver* methods. */
-  replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): void;
+  /**
+   * Decodes and matches one record for a replaying session, delivering through the session's deliver* methods.
+   * Returns a promise when the record waits for its lookup tables (at most the resolver's bound): the replay
+   * reads nothing further, and does not hand over to live, until it settles.
+   */
+  replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): Promise<void> | undefined;
+  /** This stream now has (true) or no longer has (false) a filter with match_loaded_addresses. */
+  loadedFilters(s: V2Session, on: boolean): void;
   onWrite(bytes: number, isTx: boolean): void;
   onEnd(s: V2Session, reason: StreamErrorKind | 'client' | 'server_close'): void;
 }
@@ -85,7 +91,11 @@ export class V2Session {
   slots = false;
   minSlot = 0n;
   filters: CompiledFilterSet | null = null;
+  /** Bits (of a match mask over `filters`) of the filters with match_loaded_addresses. */
+  loadedMask = 0;
   private readonly specs = new Map<string, FilterSpec>();
+  /** Ids of the filters with match_loaded_addresses. */
+  private readonly loadedIds = new Set<string>();
   private readonly idsCache = new Map<number, Buffer>();
   private readonly queue: SubscriberQueue;
   private readonly rate: UpdateRate;
@@ -104,6 +114,8 @@ export class V2Session {
   private replayConsumer: Consumer | null = null;
   private replayed = 0;
   private replayAdmitted = false;
+  /** A replayed record is waiting for its lookup tables: no hand-over to live until it is delivered. */
+  private replayWaiting = false;
   private tokens = 0;
   private tokensAt = 0;
   /** Transactions written (usage metering). */
@@ -170,7 +182,7 @@ export class V2Session {
   handle(r: V2Request): void {
     if (this.state === 'ended') return;
     if (r.ping !== undefined) this.push(encodePong(this.ctx.now(), r.ping), null, 0);
-    if (r.add !== undefined) this.addFilter(r.add.id, r.add.spec, r.add.raw);
+    if (r.add !== undefined) this.addFilter(r.add.id, r.add.spec, r.add.raw, r.add.matchLoaded);
     if (r.remove !== undefined) this.removeFilter(r.remove);
     if (r.start !== undefined) this.start(r.start);
   }
@@ -179,23 +191,28 @@ export class V2Session {
     this.push(encodeFilterAck(this.ctx.now(), { id, status, reason, reasonCode }), null, 0);
   }
 
-  private addFilter(id: string, spec: FilterSpec, raw: boolean): void {
+  private addFilter(id: string, spec: FilterSpec, raw: boolean, matchLoaded: boolean): void {
     if (id.length === 0 || Buffer.byteLength(id, 'utf8') > MAX_FILTER_ID_BYTES) return this.ack(id, FilterAckStatus.invalid, `filter id must be 1–${MAX_FILTER_ID_BYTES} bytes`, 'invalid_filter_id');
     if (raw) return this.ack(id, FilterAckStatus.invalid, 'TRANSACTION_ENCODING_RAW is not served yet; use DECODED', 'unsupported_encoding');
     const entries = new Map(this.specs);
     entries.set(id, spec);
-    this.apply(id, entries);
+    const loaded = new Set(this.loadedIds);
+    if (matchLoaded) loaded.add(id);
+    else loaded.delete(id);
+    this.apply(id, entries, loaded);
   }
 
   private removeFilter(id: string): void {
     if (!this.specs.has(id)) return this.ack(id, FilterAckStatus.unknownFilter, `no filter with id ${JSON.stringify(id.slice(0, 64))}`, 'unknown_filter');
     const entries = new Map(this.specs);
     entries.delete(id);
-    this.apply(id, entries);
+    const loaded = new Set(this.loadedIds);
+    loaded.delete(id);
+    this.apply(id, entries, loaded);
   }
 
   /** Compiles the whole set with the change (unchanged filters are reused), or acknowledges why not. */
-  private apply(id: string, entries: Map<string, FilterSpec>): void {
+  private apply(id: string, entries: Map<string, FilterSpec>, loaded: Set<string>): void {
     const now = this.ctx.now();
     const lim = this.ctx.limits;
     if (!this.rate.allow(now)) return this.ack(id, FilterAckStatus.rateLimited, `more than ${lim.maxFilterUpdatesPerSec} filter requests per second`, 'subscribe_rate_limit');
@@ -205,6 +222,7 @@ export class V2Session {
     if (this.ctx.index.totalKeys - this.ctx.index.keysOf(this) + keys > lim.maxKeysTotal) return this.ack(id, FilterAckStatus.limitReached, `the server holds its maximum of ${lim.maxKeysTotal} filter keys`, 'filter_capacity');
     if (list.length === 0) {
       this.specs.clear();
+      this.setLoaded(loaded, null);
       this.filters = null;
       this.ctx.index.remove(this);
       this.replayIndex?.remove(this);
@@ -219,11 +237,26 @@ export class V2Session {
     }
     this.specs.clear();
     for (const [k, v] of list) this.specs.set(k, v);
+    this.setLoaded(loaded, compiled.set);
     this.filters = compiled.set;
     this.idsCache.clear();
     this.ctx.index.replace(this, compiled.set);
     this.replayIndex?.replace(this, compiled.set);
     this.ack(id, FilterAckStatus.ok);
+  }
+
+  /** Takes the flagged ids and their bits in `set`; tells the hub when the stream starts or stops needing tables. */
+  private setLoaded(ids: Set<string>, set: CompiledFilterSet | null): void {
+    const was = this.loadedMask !== 0;
+    this.loadedIds.clear();
+    let mask = 0;
+    for (const f of set?.filters ?? []) {
+      if (!ids.has(f.name)) continue;
+      this.loadedIds.add(f.name);
+      mask |= 1 << f.slot;
+    }
+    this.loadedMask = mask;
+    if (was !== (mask !== 0)) this.ctx.loadedFilters(this, mask !== 0);
   }
 
   private start(s: NonNullable<V2Request['start']>): void {
@@ -287,7 +320,13 @@ export class V2Session {
       if (r.offset > next) this.retentionGap(r, next);
       offs[r.partition] = r.offset + 1;
       let cursor: Buffer | null = null;
-      this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= encodeCursor(pos)));
+      const waiting = this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= encodeCursor(pos)));
+      if (waiting !== undefined) {
+        this.replayWaiting = true;
+        await waiting;
+        this.replayWaiting = false;
+        if (this.state !== 'replaying') return;
+      }
       if (this.checkCaughtUp()) return;
     }
   }
@@ -322,7 +361,7 @@ export class V2Session {
 
   /** Hands over to live once the replay's position has reached the hub's on every partition. */
   checkCaughtUp(): boolean {
-    if (this.state !== 'replaying') return false;
+    if (this.state !== 'replaying' || this.replayWaiting) return false;
     const hub = this.ctx.hubPosition();
     const mine = this.replayPos!;
     for (const [tag, offs] of hub) {
@@ -500,6 +539,7 @@ export class V2Session {
     this.state = 'ended';
     this.queue.close();
     this.ctx.index.remove(this);
+    this.setLoaded(new Set(), null);
     this.filters = null;
   }
 }

@@ -6,6 +6,9 @@ import { FilterIndex } from '../../fanout/filter-index';
 import { openLookupTables } from '../../fanout/lookup-tables/lookup-tables';
 import { readLookups } from '../../fanout/lookup-tables/read-lookups';
 import { parseFanoutConfig } from '../../fanout/config';
+import type { LoadedAddresses } from '../../fanout/loaded-addresses';
+import { matchWithLoaded } from '../../fanout/v2/loaded-match';
+import { encodeLoadedAddresses } from '../../proto/wire-v2';
 import { encodeLookupTable } from '../../proto/lookup-table/account';
 import { SLOT_MAX } from '../../proto/lookup-table/program';
 import type { TxFields } from '../../proto/tx-fields';
@@ -24,6 +27,9 @@ import type { BenchResult } from './stats';
 // filters × 10 include keys, half of the keys drawn from table addresses, half from static ones.
 // Figures: CPU ns per transaction (off, on, ratio; aim ≤ 1.3×), and the added latency per transaction for held
 // tables (p50/p99 of on − off, measured per transaction in alternation; aim p99 < 0.1 ms).
+// v2 (match_loaded_addresses on every filter, fanout/v2/hub.ts): the same records and filters through the v2 path
+// — read the lookups, resolve through the resolver (held: synchronous), match static keys and static + loaded
+// (loaded-match.ts), encode Transaction.loaded once per matched record — beside the same index's static match.
 
 const TABLES = 200;
 const TABLE_LEN = 256;
@@ -80,6 +86,7 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   if (lt.cache.size.tables !== TABLES) throw new Error(`cache holds ${lt.cache.size.tables} tables`);
 
   const index = new FilterIndex<number>();
+  const v2index = new FilterIndex<{ loadedMask: number }>();
   for (let s = 0; s < SUBSCRIBERS; s++) {
     const key = (): string => {
       if (rand() < 0.5) return bs58.encode(staticPool[pick(staticPool.length)]!);
@@ -91,6 +98,7 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
       ['b', { include: Array.from({ length: 10 }, key), exclude: [], required: [] }],
     ]);
     index.replace(s, set);
+    v2index.replace({ loadedMask: 0b11 }, set);
   }
 
   let matched = 0;
@@ -118,6 +126,24 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     if (keys === null) throw new Error('a held table was not answered at once');
     matched += keys.length;
   };
+  const v2off = (rec: Buffer): void => {
+    const d = decodeTxRecord(rec);
+    if (!d.ok) throw new Error(d.reason);
+    matched += v2index.match(d.record.accountKeys).length;
+  };
+  const v2on = (rec: Buffer): void => {
+    const d = decodeTxRecord(rec);
+    if (!d.ok) throw new Error(d.reason);
+    const r = d.record;
+    lt.observer.observe(r.accountKeys, r.message, r.slot);
+    const lookups = readLookups(r.message)!;
+    let loaded: LoadedAddresses | null = null;
+    lt.resolver.resolve(lookups, r.slot, (l) => (loaded = l));
+    const got: LoadedAddresses | null = loaded;
+    if (got === null) throw new Error('a held table was not answered at once');
+    const m = matchWithLoaded(v2index, v2index.match(r.accountKeys), r.accountKeys, got);
+    if (m.length > 0) matched += encodeLoadedAddresses(got).length > 0 ? m.length : 0;
+  };
   const decodeOnly = (rec: Buffer): void => {
     const d = decodeTxRecord(rec);
     if (!d.ok) throw new Error(d.reason);
@@ -132,10 +158,15 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   // Warm both paths, then alternate rounds so drift hits both alike.
   cpuNsPerTx(off);
   cpuNsPerTx(on);
+  cpuNsPerTx(v2off);
+  cpuNsPerTx(v2on);
   const offNs: number[] = [];
   const onNs: number[] = [];
   const resolveNs: number[] = [];
   const decodeNs: number[] = [];
+  const v2OffNs: number[] = [];
+  const v2OnNs: number[] = [];
+  let matchedV2On = 0;
   let matchedOff = 0;
   let matchedOn = 0;
   for (let i = 0; i < ROUNDS; i++) {
@@ -147,6 +178,10 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     matchedOn = matched;
     resolveNs.push(cpuNsPerTx(resolveOnly));
     decodeNs.push(cpuNsPerTx(decodeOnly));
+    v2OffNs.push(cpuNsPerTx(v2off));
+    matched = 0;
+    v2OnNs.push(cpuNsPerTx(v2on));
+    matchedV2On = matched;
   }
   // Added latency per transaction: on and off timed one transaction at a time, in alternation.
   const added: number[] = [];
@@ -180,6 +215,10 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
         ref_off_p99_ms: Number(o.p99.toFixed(4)),
         matches_per_tx_off: Number((matchedOff / TXS).toFixed(2)),
         matches_per_tx_on: Number((matchedOn / TXS).toFixed(2)),
+        v2_off_ns_per_tx: Math.round(med(v2OffNs)),
+        v2_on_ns_per_tx: Math.round(med(v2OnNs)),
+        v2_on_over_off: Number((med(v2OnNs) / med(v2OffNs)).toFixed(2)),
+        v2_matches_per_tx_on: Number((matchedV2On / TXS).toFixed(2)),
       },
       note: 'CPU per transaction from decode to match; aim on/off ≤ 1.3×, added p99 < 0.1 ms for held tables. The match count shows what the loaded keys add',
     },

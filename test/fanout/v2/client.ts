@@ -26,11 +26,12 @@ export class V2Client {
     this.stream.on('status', (s: grpc.StatusObject) => (this.status = s));
   }
 
-  add(id: string, include: string[], more: { exclude?: string[]; required?: string[] } = {}): void {
+  add(id: string, include: string[], more: { exclude?: string[]; required?: string[]; matchLoaded?: boolean } = {}): void {
     const f = new TransactionFilter();
     f.setAccountIncludeList(include);
     f.setAccountExcludeList(more.exclude ?? []);
     f.setAccountRequiredList(more.required ?? []);
+    f.setMatchLoadedAddresses(more.matchLoaded ?? false);
     const a = new FilterAdd();
     a.setId(id);
     a.setFilter(f);
