@@ -293,12 +293,23 @@ async function startEvmComponent(cfg: EvmGatewayConfig, f: Floor, usage: () => U
   }
 }
 
+// --- lookup tables: fetched from the local chain when it runs and no other node is named. With neither, a config
+// that asks v1 filters to match loaded addresses (the local one does) runs on static keys: a run without the local
+// chain (a platform without litesvm, or an operator's choice) must still start, and says so once.
+function fanoutWithTableSource(cfg: FanoutConfig, localChainUrl: string | undefined, log: Log): FanoutConfig {
+  if (cfg.lookupTables.rpcUrl !== '') return cfg;
+  if (localChainUrl !== undefined) return { ...cfg, lookupTables: { ...cfg.lookupTables, rpcUrl: localChainUrl } };
+  if (!cfg.lookupTables.matchV1) return cfg;
+  log.warn('fanout.lookupTables.matchV1 is on but no chain node serves tables (local chain off, fanout.lookupTables.rpcUrl empty): v1 filters match static keys only');
+  return { ...cfg, lookupTables: { ...cfg.lookupTables, matchV1: false } };
+}
+
 // --- demo: signed transfers on the local chain, sent through `carrier`.
-async function startDemoComponent(cfg: DemoConfig, chain: LocalChain | undefined, carrier: Carrier | undefined, log: Log): Promise<Started<{ accounts: string[] }> | undefined> {
+async function startDemoComponent(cfg: DemoConfig, chain: LocalChain | undefined, carrier: Carrier | undefined, log: Log): Promise<Started<{ accounts: string[]; lookupTable: string | undefined }> | undefined> {
   if (!cfg.enabled) return undefined;
   if (chain === undefined || carrier === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
   const demo = await startDemoTraffic(cfg, { call: jsonRpc(chain.httpUrl), send: carrier.send, payerSecretKey: chain.payer, ...(carrier.tip === undefined ? {} : { tip: carrier.tip }) }, log.child({ component: 'demo' }));
-  return { accounts: demo.accounts, stop: () => demo.close() };
+  return { accounts: demo.accounts, lookupTable: demo.lookupTable, stop: () => demo.close() };
 }
 
 export async function launch(cfg: Config, log: Log): Promise<Running> {
@@ -360,7 +371,7 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
     const ingest = await run('ingest', undefined, () => startIngestComponent(chainFeedsIngest ? ingestFedBy(local.chain, cfg.ingest) : cfg.ingest, floor));
     if (chainFeedsIngest && ingest !== undefined) local.chain.shredTo(ingest.address);
     // Lookup tables are fetched from the local chain when it runs and no other node is named.
-    const fanoutCfg = local !== undefined && cfg.fanout.lookupTables.rpcUrl === '' ? { ...cfg.fanout, lookupTables: { ...cfg.fanout.lookupTables, rpcUrl: local.chain.httpUrl } } : cfg.fanout;
+    const fanoutCfg = fanoutWithTableSource(cfg.fanout, local?.chain.httpUrl, log);
     const fanout = await run('fanout', 'fanout.listen', () => startFanoutComponent(fanoutCfg, floor, usage, { config: { ...cfg, fanout: fanoutCfg } }));
     if (fanout?.health !== undefined) checks.push(fanout.health);
     // The local rental's key: the demo credentials show it, and the submission service carries local traffic with it.
@@ -389,6 +400,7 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
         minTipLamports: submit === undefined ? undefined : cfg.gateways.submit.tips.minLamports,
         payerSecretKey: local === undefined ? undefined : [...local.chain.payer],
         accounts: demo?.accounts,
+        lookupTable: demo?.lookupTable,
       }),
     });
     started = true;

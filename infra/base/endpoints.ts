@@ -19,6 +19,8 @@ export interface DemoEndpoints {
   payerSecretKey?: number[];
   /** Base58 accounts the demo traffic sends from: subscribe to one to see transactions. */
   accounts?: string[];
+  /** Base58 key of the lookup table the demo's v0 transfers name their recipients through (demo.lookupTable). */
+  lookupTable?: string;
 }
 
 export interface Endpoints {
