@@ -21,12 +21,16 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 const ERROR_NAMES = new Map<number, string>(Object.entries(H2Error).map(([name, code]) => [code, name]));
 
-class H2SubscribeCall implements SubscribeCall {
+/**
+ * What v1 and v2 calls share: the caller's identity, the response sink, and how a call ends — with a status, then
+ * GOAWAY and the close when the error's contract row says so (a PPS refusal), else a reset after a grace period.
+ */
+abstract class H2Call {
   readonly peer: string;
   readonly token: string | undefined;
 
   constructor(
-    private readonly call: GrpcCall,
+    protected readonly call: GrpcCall,
     private readonly endGraceMs: number,
   ) {
     this.peer = call.peer;
@@ -53,7 +57,9 @@ class H2SubscribeCall implements SubscribeCall {
     if (this.endGraceMs === 0) return;
     setTimeout(() => this.call.reset(), this.endGraceMs).unref();
   }
+}
 
+class H2SubscribeCall extends H2Call implements SubscribeCall {
   listen(onRequest: (u: SubscribeUpdate) => void, gone: () => void): void {
     this.call.onMessage = (m) => {
       let u: SubscribeUpdate;
@@ -71,34 +77,7 @@ class H2SubscribeCall implements SubscribeCall {
 }
 
 /** A v2 call: the same GrpcCall, requests handed over as bytes (fanout/v2/request.ts decodes them). */
-class H2V2Call implements V2Call {
-  readonly peer: string;
-  readonly token: string | undefined;
-
-  constructor(
-    private readonly call: GrpcCall,
-    private readonly endGraceMs: number,
-  ) {
-    this.peer = call.peer;
-    const t = call.header(TOKEN_HEADER);
-    this.token = t === undefined ? undefined : Buffer.from(t, 'latin1').toString('utf8');
-  }
-
-  sendHeaders(): void {
-    this.call.sendHeaders();
-  }
-
-  sink(): Sink {
-    return this.call.sink();
-  }
-
-  end(e?: StreamError): void {
-    if (e === undefined) return this.call.end();
-    this.call.end({ code: e.code, details: e.details, trailers: errorTrailers(e) });
-    if (this.endGraceMs === 0) return;
-    setTimeout(() => this.call.reset(), this.endGraceMs).unref();
-  }
-
+class H2V2Call extends H2Call implements V2Call {
   listen(onMessage: (m: Buffer) => void, gone: () => void): void {
     this.call.onMessage = onMessage;
     this.call.onGone = gone;

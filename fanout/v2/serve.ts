@@ -10,8 +10,8 @@ import type { V2Session } from './session';
 // One v2 Subscribe call as the v2 hub sees it, whichever server carries it: identity, a sink for framed updates,
 // an end with a registry status, and request messages as bytes.
 
-export const V2_SERVICE_NAME = 'meridian.stream.v2.StreamV2';
-export const V2_SUBSCRIBE_PATH = `/${V2_SERVICE_NAME}/Subscribe`;
+// The path is the client's (proto/service-v2.ts): one name for both sides.
+export { V2_SUBSCRIBE_PATH } from '../../proto/service-v2';
 
 export interface V2Call {
   readonly peer: string;

@@ -8,7 +8,8 @@ import { peerAddress } from '../../fanout/auth';
 import { SubscribeResponse } from '../../proto/gen/arpc_pb';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
-import { RawConnection, type RawStream } from './raw-client';
+import { V2_SUBSCRIBE_PATH } from '../../proto/service-v2';
+import { RawConnection, RawStream } from './raw-client';
 import { quietLog, startTestFanout, type TestFanout } from './support';
 
 // Authentication on the streaming endpoint (service.md Authentication/Streaming, Errors/Streaming), with real
@@ -261,6 +262,17 @@ for (const transport of ['h2', 'grpc-js'] as const) {
       assert.equal(good.closed, false);
       assert.equal(gs.status, undefined);
     });
+
+    // v2 (meridian.stream.v2) is served by the own HTTP/2 transport only; its calls end through the same path.
+    if (transport === 'h2') {
+      it('v2 at open: the same status, then GOAWAY and close within 1 s', async () => {
+        const bad = await connect();
+        const sibling = bad.open('tok-ok-1234');
+        await bad.pingable(sibling, 31);
+        const req = bad.conn.session.request({ ':method': 'POST', ':path': V2_SUBSCRIBE_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-token': 'tok-low-1234' }, { endStream: false });
+        await refusedThenClosed(bad, new RawStream(req), sibling);
+      });
+    }
 
     it('other refusals keep the connection: UNAUTHENTICATED ends the stream only', async () => {
       const c = await connect();
