@@ -37,3 +37,16 @@ export const noResolution: LoadedAddressResolver = {
     done({ writable: [], readonly: [], unresolvedTables: lookups.map((l) => l.table) });
   },
 };
+
+/** The static keys followed by the loaded ones, one contiguous block as FilterIndex.match takes them (v1's
+ *  matchV1 and v2's flagged filters both match on it). */
+export function keysWithLoaded(accountKeys: Buffer, loaded: LoadedAddresses): Buffer {
+  const n = loaded.writable.length + loaded.readonly.length;
+  if (n === 0) return accountKeys;
+  const out = Buffer.allocUnsafe(accountKeys.length + n * 32);
+  accountKeys.copy(out, 0);
+  let o = accountKeys.length;
+  for (const k of loaded.writable) o += k.copy(out, o);
+  for (const k of loaded.readonly) o += k.copy(out, o);
+  return out;
+}

@@ -1,5 +1,5 @@
 import { LOOKUP_INTS, scanLookups } from '../../proto/tx-message-reader';
-import type { LoadedAddresses } from '../loaded-addresses';
+import { keysWithLoaded, type LoadedAddresses } from '../loaded-addresses';
 import { lookupMetrics } from './lookup-metrics';
 import type { TableCache, TableEntry } from './table-cache';
 import { usableAt } from './table-resolver';
@@ -75,14 +75,7 @@ export class MatchKeys {
 
   /** The keys to match once the resolver answered (the slow path). */
   withLoaded(accountKeys: Buffer, loaded: LoadedAddresses): Buffer {
-    const n = loaded.writable.length + loaded.readonly.length;
-    if (n === 0) return accountKeys;
-    const out = Buffer.allocUnsafe(accountKeys.length + n * 32);
-    accountKeys.copy(out, 0);
-    let o = accountKeys.length;
-    for (const k of loaded.writable) o += k.copy(out, o);
-    for (const k of loaded.readonly) o += k.copy(out, o);
-    return out;
+    return keysWithLoaded(accountKeys, loaded);
   }
 
   private reserve(bytes: number): Buffer {

@@ -1,5 +1,5 @@
 import type { FilterIndex, Match } from '../filter-index';
-import type { LoadedAddresses, TableLookup } from '../loaded-addresses';
+import { keysWithLoaded, type LoadedAddresses, type TableLookup } from '../loaded-addresses';
 
 // v2 matching with `TransactionFilter.match_loaded_addresses`: a filter with the flag sees a v0 transaction's
 // static keys and the addresses its lookup tables load; a filter without it sees the static keys only (v1's
@@ -11,17 +11,6 @@ import type { LoadedAddresses, TableLookup } from '../loaded-addresses';
 /** What a stream's filter set needs to say here: which of its filters (bits of a match mask) match loaded addresses. */
 export interface LoadedAware {
   loadedMask: number;
-}
-
-/** The static keys followed by the loaded ones, one contiguous block as FilterIndex.match takes them. */
-export function keysWithLoaded(accountKeys: Buffer, loaded: LoadedAddresses): Buffer {
-  const n = loaded.writable.length + loaded.readonly.length;
-  const out = Buffer.allocUnsafe(accountKeys.length + n * 32);
-  accountKeys.copy(out, 0);
-  let o = accountKeys.length;
-  for (const k of loaded.writable) o += k.copy(out, o);
-  for (const k of loaded.readonly) o += k.copy(out, o);
-  return out;
 }
 
 /**
