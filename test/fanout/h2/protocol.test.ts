@@ -193,6 +193,18 @@ describe('fanout/h2 protocol', function () {
       c.data(1, subscribe({ transactions: { all: {} }, pingId: 9 }));
       await c.until(() => grpcMessages(c.dataOf(1)).bodies.length >= 1, 5000, 'ping echo');
     }
+    it('WINDOW_UPDATE pushing an open stream past 2^31-1 → RST_STREAM FLOW_CONTROL_ERROR on it, the connection goes on (RFC 9113 §6.9.1)', async () => {
+      const c = await connect();
+      await subscribeAll(c);
+      c.write(windowUpdate(1, 0x7fffffff));
+      c.write(windowUpdate(1, 0x7fffffff));
+      await c.until(() => c.stream(1).rstCode !== undefined, 5000, 'RST_STREAM on stream 1');
+      assert.equal(c.stream(1).rstCode, E.FLOW_CONTROL_ERROR);
+      c.write(ping(Buffer.from('after-rs')));
+      await c.frame((x) => x.type === T.PING && (x.flags & F.ACK) !== 0);
+      assert.equal(c.closed, false);
+    });
+
     /** Transaction responses of stream 1, as received. */
     const txBytes = (b: Buffer): Buffer => Buffer.from(deserializeSubscribeResponse(b).getTransaction()!.serializeBinary());
     const txBodies = (c: RawH2Client): Buffer[] => grpcMessages(c.dataOf(1)).bodies.filter((b) => deserializeSubscribeResponse(b).hasTransaction());
