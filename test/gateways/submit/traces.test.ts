@@ -92,6 +92,9 @@ describe('submit traces on the local chain and Kafka', function () {
       },
     });
     await reader.ready;
+    // The slot at acceptance comes from stream.slots through the delivery feed: a fence, so the first transaction
+    // is not accepted before the feed has seen a slot (the chain has been producing them since it started).
+    await waitFor(() => service.tracing?.store.currentSlot !== null, 20_000, 'the submission service to know the current slot');
   });
   after(async () => {
     await reader?.close();
