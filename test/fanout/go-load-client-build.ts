@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { cachedGoBinary } from '../support/go-binary';
 import { projectRoot } from '../support/paths';
 
 // The compiled load client (test/bench/loadclient, Go) is built with `go build` on first use into
@@ -62,17 +63,7 @@ export function ensureGoLoadClient(): Promise<string> {
     building = (async () => {
       const version = goToolchain();
       if (version === null) throw new Error('no Go toolchain on PATH (go version failed)');
-      const dir = loadClientCacheDir();
-      const bin = path.join(dir, LOAD_CLIENT_BIN);
-      const stampFile = path.join(dir, `${LOAD_CLIENT_BIN}.sha256`);
-      const hash = sourceHash(version);
-      if (fs.existsSync(bin) && fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === hash) return bin;
-      fs.mkdirSync(dir, { recursive: true });
-      const tmp = `${bin}.${process.pid}.tmp`;
-      await goBuild(tmp);
-      fs.renameSync(tmp, bin); // atomic: a concurrent build of the same sources writes the same bytes
-      fs.writeFileSync(stampFile, hash);
-      return bin;
+      return cachedGoBinary(loadClientCacheDir(), LOAD_CLIENT_BIN, sourceHash(version), goBuild);
     })();
     building.catch(() => (building = undefined));
   }

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../support/paths';
+import { cachedGoBinary } from '../../support/go-binary';
 import { goToolchain } from '../go-load-client-build';
 
 // h2spec (github.com/summerwind/h2spec, the HTTP/2 conformance suite), built with `go build` on first use into
@@ -57,17 +58,7 @@ export function ensureH2spec(): Promise<string> {
     building = (async () => {
       const version = goToolchain();
       if (version === null) throw new Error('no Go toolchain on PATH (go version failed)');
-      const dir = cacheDir();
-      const bin = path.join(dir, BIN);
-      const stampFile = path.join(dir, `${BIN}.sha256`);
-      const hash = sourceHash(version);
-      if (fs.existsSync(bin) && fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === hash) return bin;
-      fs.mkdirSync(dir, { recursive: true });
-      const tmp = `${bin}.${process.pid}.tmp`;
-      await goBuild(tmp);
-      fs.renameSync(tmp, bin); // atomic: a concurrent build of the same pins writes the same bytes
-      fs.writeFileSync(stampFile, hash);
-      return bin;
+      return cachedGoBinary(cacheDir(), BIN, sourceHash(version), goBuild);
     })();
     building.catch(() => (building = undefined));
   }
