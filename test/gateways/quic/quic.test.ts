@@ -273,6 +273,8 @@ describe('submission over QUIC: limits of the QUIC stack', function () {
       assert.equal(answers.length, 3);
       assert.deepEqual(answers.slice(0, 2), ['ok connected', 'ok connected']);
       assert.match(answers[2]!, /^err .*refused/i);
+      // The refusal reaches the client before the terminator's event frame reaches the service: fence on the count.
+      await waitFor(() => h.quic.metrics.value('event', 'handshake_rate_limited') >= 1, 5000, 'the refusal counted');
       assert.equal(h.quic.metrics.value('event', 'handshake_rate_limited'), 1);
     } finally {
       for (const p of probes) await p.close();
@@ -286,7 +288,7 @@ describe('submission over QUIC: limits of the QUIC stack', function () {
     try {
       await p.ok(`raw connect ${h.addr} ${h.key}`);
       assert.equal(await p.ok(`raw stream ${hex(legacyTx())}`), '0100');
-      assert.ok(h.quic.metrics.value('event', 'stream_limit_reached') >= 1);
+      await waitFor(() => h.quic.metrics.value('event', 'stream_limit_reached') >= 1, 5000, 'the stream limit counted');
       assert.match(await p.ok('raw wait-close 3000'), /timed out/i);
       await waitFor(() => h.quic.metrics.value('closed', 'idle_timeout') === 1, 5000, 'the idle close counted');
       assert.equal(h.quic.openConnections, 0);
