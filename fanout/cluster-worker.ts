@@ -46,6 +46,7 @@ export function serveFanoutWorker(start: (s: WorkerStart) => Promise<WorkerRunni
       if (running === undefined) throw new Error('not started');
       let out: unknown;
       if (body.kind === 'stats') out = running.fanout.stats();
+      else if (body.kind === 'v2stats') out = running.fanout.v2Stats() ?? null;
       else if (body.kind === 'metrics') out = metrics.lines({ worker: String(slot) });
       else {
         const h = handlers[body.kind];

@@ -16,8 +16,8 @@ import type { FanoutStats } from './fanout';
 // for them):
 //   primary → worker  start {slot, payload}  |  request {id, body}  |  close
 //   worker → primary  ready {address}  |  reply {id, ok, body | message}  |  failed {message}
-// Built-in request bodies: {kind: 'stats'} → FanoutStats, {kind: 'metrics'} → FamilyLines[] labelled
-// worker="<slot>". A worker entry may answer more kinds (the benchmark's feed).
+// Built-in request bodies: {kind: 'stats'} → FanoutStats, {kind: 'v2stats'} → FanoutHandle.v2Stats() (null with
+// v2 off), {kind: 'metrics'} → FamilyLines[] labelled worker="<slot>". A worker entry may answer more kinds (the benchmark's feed).
 
 export type ToWorker =
   | { fanoutCluster: 1; type: 'start'; slot: number; payload: unknown }

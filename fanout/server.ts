@@ -80,7 +80,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   const server =
     cfg.transport === 'h2'
       ? await startH2Transport(cfg, STREAM_SERVICE_NAMES.map(subscribePath), maxMessage, onCall, onV2Call)
-      : await startGrpcJsTransport(cfg, `${hostForUrl(cfg.host)}:${cfg.port}`, maxMessage, onCall);
+      : await startGrpcJsTransport(cfg, `${hostForUrl(cfg.host)}:${cfg.port}`, maxMessage, onCall, onV2Call);
   const port = server.port;
 
   let consumer: Consumer;

@@ -263,16 +263,14 @@ for (const transport of ['h2', 'grpc-js'] as const) {
       assert.equal(gs.status, undefined);
     });
 
-    // v2 (meridian.stream.v2) is served by the own HTTP/2 transport only; its calls end through the same path.
-    if (transport === 'h2') {
-      it('v2 at open: the same status, then GOAWAY and close within 1 s', async () => {
-        const bad = await connect();
-        const sibling = bad.open('tok-ok-1234');
-        await bad.pingable(sibling, 31);
-        const req = bad.conn.session.request({ ':method': 'POST', ':path': V2_SUBSCRIBE_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-token': 'tok-low-1234' }, { endStream: false });
-        await refusedThenClosed(bad, new RawStream(req), sibling);
-      });
-    }
+    // v2 (meridian.stream.v2) is served by both transports; its calls end through the same path as v1's.
+    it('v2 at open: the same status, then GOAWAY and close within 1 s', async () => {
+      const bad = await connect();
+      const sibling = bad.open('tok-ok-1234');
+      await bad.pingable(sibling, 31);
+      const req = bad.conn.session.request({ ':method': 'POST', ':path': V2_SUBSCRIBE_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-token': 'tok-low-1234' }, { endStream: false });
+      await refusedThenClosed(bad, new RawStream(req), sibling);
+    });
 
     it('other refusals keep the connection: UNAUTHENTICATED ends the stream only', async () => {
       const c = await connect();

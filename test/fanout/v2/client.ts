@@ -19,8 +19,9 @@ export class V2Client {
   status: grpc.StatusObject | undefined;
   readonly stream: V2Stream;
 
-  constructor(address: string) {
-    this.stream = openV2Stream(address);
+  /** `channelOptions`: e.g. `grpc.use_local_subchannel_pool` for a connection of its own. */
+  constructor(address: string, channelOptions?: Partial<grpc.ChannelOptions>) {
+    this.stream = openV2Stream(address, channelOptions === undefined ? {} : { channelOptions });
     this.stream.on('data', (u: SubscribeUpdate) => this.updates.push(u));
     this.stream.on('error', () => undefined); // the status event carries it
     this.stream.on('status', (s: grpc.StatusObject) => (this.status = s));

@@ -85,8 +85,8 @@ describe('stream v2: lookup-table addresses (match_loaded_addresses) on the loca
     await node.close();
   });
 
-  const fanout = async (lookupTables: Record<string, unknown>): Promise<TestFanout> => {
-    const f = await startTestFanout({ heartbeatMs: 200, lookupTables });
+  const fanout = async (lookupTables: Record<string, unknown>, transport: 'h2' | 'grpc-js' = 'h2'): Promise<TestFanout> => {
+    const f = await startTestFanout({ heartbeatMs: 200, lookupTables, transport });
     fanouts.push(f);
     return f;
   };
@@ -139,55 +139,58 @@ describe('stream v2: lookup-table addresses (match_loaded_addresses) on the loca
     return c;
   }
 
-  it('a v0 transaction reaching a filtered account only through a table: delivered to the flagged filter with loaded addresses exactly as getTransaction reports them; not to the same filter unflagged; a replay gets the same', async () => {
-    const [dest, ro1, ro2] = [fresh(), fresh(), fresh()];
-    const lut = await makeTable([ro1, dest, ro2]);
-    const landed = await send([transferIx(dest, [ro2, ro1])], [lut]);
-    assert.deepEqual(landed.loaded.writable, [dest.toBase58()], 'the destination came through the table');
-    assert.equal(landed.loaded.readonly.length, 2);
+  // On both transports: what differs between them is only how updates leave (the same session and hub).
+  for (const transport of ['h2', 'grpc-js'] as const) {
+    it(`a v0 transaction reaching a filtered account only through a table: delivered to the flagged filter with loaded addresses exactly as getTransaction reports them; not to the same filter unflagged; a replay gets the same (${transport} server)`, async () => {
+      const [dest, ro1, ro2] = [fresh(), fresh(), fresh()];
+      const lut = await makeTable([ro1, dest, ro2]);
+      const landed = await send([transferIx(dest, [ro2, ro1])], [lut]);
+      assert.deepEqual(landed.loaded.writable, [dest.toBase58()], 'the destination came through the table');
+      assert.equal(landed.loaded.readonly.length, 2);
 
-    const f = await fanout({ rpcUrl: node.httpUrl, waitMs: 10_000 }); // generous: the node answers slowly on a loaded machine
-    const fence = plainTx([testKey(3, 77), testKey(1, 1)]);
-    const fence58 = testKey58(3, 77);
-    // One stream with the same account twice, flagged and not; another with the filter unflagged only.
-    const a = await started(f, (c) => {
-      c.add('static', [dest.toBase58()]);
-      c.add('loaded', [dest.toBase58()], { matchLoaded: true });
-      c.add('fence', [fence58]);
-    }, 3);
-    const plain = await started(f, (c) => {
-      c.add('plain', [dest.toBase58()]);
-      c.add('fence', [fence58]);
-    }, 2);
-    const from = a.lastCursor()!;
+      const f = await fanout({ rpcUrl: node.httpUrl, waitMs: 10_000 }, transport); // generous: the node answers slowly on a loaded machine
+      const fence = plainTx([testKey(3, 77), testKey(1, 1)]);
+      const fence58 = testKey58(3, 77);
+      // One stream with the same account twice, flagged and not; another with the filter unflagged only.
+      const a = await started(f, (c) => {
+        c.add('static', [dest.toBase58()]);
+        c.add('loaded', [dest.toBase58()], { matchLoaded: true });
+        c.add('fence', [fence58]);
+      }, 3);
+      const plain = await started(f, (c) => {
+        c.add('plain', [dest.toBase58()]);
+        c.add('fence', [fence58]);
+      }, 2);
+      const from = a.lastCursor()!;
 
-    await f.bus.produce(f.cfg.topics.transactions, [recordOf(landed.raw, BigInt(landed.slot))]);
-    await f.bus.produce(f.cfg.topics.transactions, [produceRecord(fence)]);
-    await a.waitUpdates(() => a.txs().length === 2, 'the table transaction and the fence');
-    await plain.waitUpdates(() => plain.txs().length === 1, 'the fence');
+      await f.bus.produce(f.cfg.topics.transactions, [recordOf(landed.raw, BigInt(landed.slot))]);
+      await f.bus.produce(f.cfg.topics.transactions, [produceRecord(fence)]);
+      await a.waitUpdates(() => a.txs().length === 2, 'the table transaction and the fence');
+      await plain.waitUpdates(() => plain.txs().length === 1, 'the fence');
 
-    const [got, aFence] = a.txs();
-    assert.equal(hex(got!.getTransaction()!.getSignature_asU8()), hex(bs58.decode(landed.sig)));
-    assert.deepEqual(got!.getFiltersList(), ['loaded'], 'only the flagged filter matched');
-    assert.deepEqual(loadedOf(got!), { ...landed.loaded, unresolved: [] }, "loaded = the chain's meta.loadedAddresses");
-    const d = decodeTransaction(landed.raw, BigInt(landed.slot));
-    assert.ok(d.ok);
-    assert.equal(hex(got!.getTransaction()!.getDecoded()!.serializeBinary()), hex(encodeTransaction(d.tx)), 'the decoded message unchanged');
-    assert.equal(loadedOf(aFence!), null, 'a legacy transaction matched by an unflagged filter carries no loaded field');
-    assert.deepEqual(plain.sigs(), [hex(fence.signature)], 'the unflagged filter does not get the table transaction');
-    assert.ok(seqsContiguous(a.updates) && seqsContiguous(plain.updates));
+      const [got, aFence] = a.txs();
+      assert.equal(hex(got!.getTransaction()!.getSignature_asU8()), hex(bs58.decode(landed.sig)));
+      assert.deepEqual(got!.getFiltersList(), ['loaded'], 'only the flagged filter matched');
+      assert.deepEqual(loadedOf(got!), { ...landed.loaded, unresolved: [] }, "loaded = the chain's meta.loadedAddresses");
+      const d = decodeTransaction(landed.raw, BigInt(landed.slot));
+      assert.ok(d.ok);
+      assert.equal(hex(got!.getTransaction()!.getDecoded()!.serializeBinary()), hex(encodeTransaction(d.tx)), 'the decoded message unchanged');
+      assert.equal(loadedOf(aFence!), null, 'a legacy transaction matched by an unflagged filter carries no loaded field');
+      assert.deepEqual(plain.sigs(), [hex(fence.signature)], 'the unflagged filter does not get the table transaction');
+      assert.ok(seqsContiguous(a.updates) && seqsContiguous(plain.updates));
 
-    // A stream resumed from before the record replays it from the bus, resolved the same way.
-    const r = client(f);
-    r.add('loaded', [dest.toBase58()], { matchLoaded: true });
-    r.add('fence', [fence58]);
-    r.start({ cursor: from });
-    await r.waitUpdates((u) => u.some((x) => x.hasReplayComplete()), 'replay complete');
-    assert.deepEqual(r.sigs(), a.sigs());
-    assert.deepEqual(r.txs().map(loadedOf), a.txs().map(loadedOf));
-    assert.deepEqual(r.txs().map((u) => hex(u.getCursor_asU8())), a.txs().map((u) => hex(u.getCursor_asU8())), 'the same cursors');
-    assert.ok(seqsContiguous(r.updates));
-  });
+      // A stream resumed from before the record replays it from the bus, resolved the same way.
+      const r = client(f);
+      r.add('loaded', [dest.toBase58()], { matchLoaded: true });
+      r.add('fence', [fence58]);
+      r.start({ cursor: from });
+      await r.waitUpdates((u) => u.some((x) => x.hasReplayComplete()), 'replay complete');
+      assert.deepEqual(r.sigs(), a.sigs());
+      assert.deepEqual(r.txs().map(loadedOf), a.txs().map(loadedOf));
+      assert.deepEqual(r.txs().map((u) => hex(u.getCursor_asU8())), a.txs().map((u) => hex(u.getCursor_asU8())), 'the same cursors');
+      assert.ok(seqsContiguous(r.updates));
+    });
+  }
 
   it('a chain node that is down: the miss flag names the table, within the bound; a silent node holds the records behind the waiting one in bus order, for at most the bound', async () => {
     const lut = await makeTable([fresh(), fresh()]);
