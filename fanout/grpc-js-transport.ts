@@ -98,11 +98,13 @@ class GrpcJsSubscribeCall extends GrpcJsCall<SubscribeUpdate> implements Subscri
  * fanout/v2/serve.ts serves both transports alike. Updates leave through the same FramedSink as v1's responses,
  * each frame as the v2 session framed it (its compressed-flag byte included).
  *
- * Compression hook (gzip/zstd, a transport-independent module on the own server): what this transport would need
- * is (1) the client's `grpc-accept-encoding`, which grpc-js strips from call.metadata before the handler sees it
- * (server-interceptors.js), so it has to be read at the HTTP/2 level, and (2) the response header
- * `grpc-encoding: <chosen>` given to sendHeaders() as metadata (it overrides grpc-js's default `identity`).
- * Frames with the compressed flag set pass through FramedSink untouched. Not served yet on this transport.
+ * Compression hook (gzip/zstd: a transport-independent codec, served on the own server first): this call sends
+ * identity. To serve an encoding here it would (1) choose it from the client's `grpc-accept-encoding`, which grpc-js
+ * removes from call.metadata before any handler or interceptor sees it (server-interceptors.js), so it must be read
+ * at the HTTP/2 level (a 'stream' listener on grpc-js's http2 sessions: internals, checked as grpc-stream.ts does),
+ * (2) expose the choice to serveV2 the way the own server's call does, and (3) send `grpc-encoding: <chosen>` as
+ * metadata from sendHeaders() (custom metadata overrides grpc-js's default `identity` header). The frames the
+ * session hands over, compressed flag included, pass through FramedSink unchanged.
  */
 class GrpcJsV2Call extends GrpcJsCall<Buffer> implements V2Call {
   listen(onMessage: (m: Buffer) => void, gone: () => void): void {

@@ -12,8 +12,9 @@ import { V2Client } from './client';
 
 // The reconnect test peers fail: a client killed mid-stream at random points (20 times, under load) resumes each
 // time from the last cursor it received and ends with exactly the transactions of an uninterrupted reference
-// subscriber — no gap, no duplicate. On Kafka the resumes alternate between two fanout instances reading the same
-// topics, and one instance is restarted in the middle.
+// subscriber — no gap, no duplicate. On the embedded bus once per transport; on Kafka the resumes alternate between
+// two fanout instances reading the same topics, one on each transport (a cursor from the own HTTP/2 server resumes on
+// grpc-js and back), and one instance is restarted in the middle.
 
 const KILLS = 20;
 // tx/s published. The clients decode in this process (google-protobuf), which on the 2-core development machine
@@ -22,8 +23,18 @@ const KILLS = 20;
 const RATE = Number(process.env.V2_RECONNECT_RATE ?? 800);
 const TICK_MS = 10;
 
-for (const kind of ['embedded', 'kafka'] as const) {
-  describe(`stream v2 reconnect under load, ${kind} bus`, function () {
+type Transport = 'h2' | 'grpc-js';
+/** Per variant, the transport of each fanout instance (the reference subscribes on the last). */
+const VARIANTS: ReadonlyArray<{ kind: 'embedded' | 'kafka'; transports: readonly Transport[] }> = [
+  { kind: 'embedded', transports: ['h2'] },
+  { kind: 'embedded', transports: ['grpc-js'] },
+  { kind: 'kafka', transports: ['h2', 'grpc-js'] },
+];
+const NAMES: Record<Transport, string> = { h2: 'own HTTP/2 server', 'grpc-js': 'grpc-js server' };
+const alternating = (ts: readonly Transport[]): string => (ts.length > 1 ? ' on alternating instances and transports, one restarted' : '');
+
+for (const { kind, transports } of VARIANTS) {
+  describe(`stream v2 reconnect under load, ${kind} bus, ${transports.map((t) => NAMES[t]).join(' and ')}`, function () {
     this.timeout(300_000);
     const buses: Bus[] = [];
     const fanouts: FanoutHandle[] = [];
@@ -35,9 +46,8 @@ for (const kind of ['embedded', 'kafka'] as const) {
       for (const b of buses) await b.close();
     });
 
-    it(`${KILLS} kills at random points, resumed from the last cursor${kind === 'kafka' ? ' on alternating instances, one restarted' : ''}: exactly the reference's transactions`, async () => {
+    it(`${KILLS} kills at random points, resumed from the last cursor${alternating(transports)}: exactly the reference's transactions`, async () => {
       const topics = uniqueTopics('v2-reconnect');
-      const cfg = testConfig({ topics, heartbeatMs: 100 });
       const newBus = async (): Promise<Bus> => {
         const b = kind === 'embedded' ? (buses[0] ?? new EmbeddedBus({ log: quietLog(), maxMessagesPerPartition: 1_000_000 })) : new KafkaBus({ brokers: await kafkaBrokers(), clientId: 'v2-reconnect', log: quietLog() });
         if (!buses.includes(b)) buses.push(b);
@@ -48,12 +58,13 @@ for (const kind of ['embedded', 'kafka'] as const) {
         { name: topics.transactions, partitions: 1, compacted: false },
         { name: topics.slots, partitions: 1, compacted: false },
       ]);
-      const start = async (): Promise<FanoutHandle> => {
-        const f = await startFanout(cfg, await newBus(), emptyRegistry(), quietLog());
+      const start = async (i: number): Promise<FanoutHandle> => {
+        const f = await startFanout(testConfig({ topics, heartbeatMs: 100, transport: transports[i] }), await newBus(), emptyRegistry(), quietLog());
         fanouts.push(f);
         return f;
       };
-      const instances = [await start(), ...(kind === 'kafka' ? [await start()] : [])];
+      const instances: FanoutHandle[] = [];
+      for (let i = 0; i < transports.length; i++) instances.push(await start(i));
       const refOn = instances[instances.length - 1]!; // never restarted
       const key = testKey(3, 2323);
       const key58 = testKey58(3, 2323);
@@ -107,11 +118,11 @@ for (const kind of ['embedded', 'kafka'] as const) {
         assert.ok(cursor !== undefined, 'a cursor to resume from');
         got.push(...seg.sigs());
         seg.cancel();
-        if (kind === 'kafka' && k === KILLS / 2) {
+        if (instances.length > 1 && k === KILLS / 2) {
           // Restart instance 0 while the client resumes on the other one.
           const old = instances[0]!;
           await old.close();
-          instances[0] = await start();
+          instances[0] = await start(0);
         }
         const on = instances[(k + 1) % instances.length]!;
         seg = new V2Client(on.address);
