@@ -9,6 +9,7 @@ import { SubscribeResponse } from '../../proto/gen/arpc_pb';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
 import { V2_SUBSCRIBE_PATH } from '../../proto/service-v2';
+import { Ping as V2Ping, SubscribeRequest as V2Request, SubscribeUpdate as V2Update } from '../../proto/gen/stream_v2_pb';
 import { RawConnection, RawStream } from './raw-client';
 import { quietLog, startTestFanout, type TestFanout } from './support';
 
@@ -194,9 +195,10 @@ for (const transport of ['h2', 'grpc-js'] as const) {
         encodeRental(rental({ id: 'ok', tokens: ['tok-ok-1234'], pps: 500 })),
         encodeRental(rental({ id: 'low', tokens: ['tok-low-1234'], pps: 10 })),
         encodeRental(rental({ id: 'down', tokens: ['tok-down-1234'], pps: 500 })),
+        encodeRental(rental({ id: 'down-v2', tokens: ['tok-down-v2-1234'], pps: 500 })),
       ]);
       projection = await projectRentals(bus, quietLog());
-      await waitFor(() => projection.byToken('tok-down-1234') !== undefined, 10_000, 'rentals projected');
+      await waitFor(() => projection.byToken('tok-down-v2-1234') !== undefined, 10_000, 'rentals projected');
       f = await startTestFanout({ auth: { mode: 'token', ppsRequirement: REQUIRED }, transport }, projection, bus);
     });
     after(async () => {
@@ -270,6 +272,30 @@ for (const transport of ['h2', 'grpc-js'] as const) {
       await bad.pingable(sibling, 31);
       const req = bad.conn.session.request({ ':method': 'POST', ':path': V2_SUBSCRIBE_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-token': 'tok-low-1234' }, { endStream: false });
       await refusedThenClosed(bad, new RawStream(req), sibling);
+    });
+
+    it('v2 later: a rental update lowers its PPS below the requirement → the open v2 stream gets the same status, then GOAWAY and close within 1 s', async () => {
+      const down = await connect();
+      const sibling = down.open('tok-ok-1234');
+      await down.pingable(sibling, 41);
+      let ponged = false;
+      const req = down.conn.session.request({ ':method': 'POST', ':path': V2_SUBSCRIBE_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-token': 'tok-down-v2-1234' }, { endStream: false });
+      const v2 = new RawStream(req, (m) => {
+        if (V2Update.deserializeBinary(m).hasPong()) ponged = true;
+      });
+      const ping = new V2Ping();
+      ping.setId(42);
+      const r = new V2Request();
+      r.setPing(ping);
+      const body = Buffer.from(r.serializeBinary());
+      const frame = Buffer.alloc(5 + body.length);
+      frame.writeUInt32BE(body.length, 1);
+      body.copy(frame, 5);
+      req.write(frame);
+      await waitFor(() => ponged, 10_000, 'the v2 stream is open and served');
+      await bus.produce(TOPIC.rentals, [encodeRental(rental({ id: 'down-v2', tokens: ['tok-down-v2-1234'], pps: REQUIRED - 1 }))]);
+      await refusedThenClosed(down, v2, sibling);
+      assert.ok((await v2.ended).details.includes(`${REQUIRED - 1} PPS`));
     });
 
     it('other refusals keep the connection: UNAUTHENTICATED ends the stream only', async () => {
