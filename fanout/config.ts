@@ -94,6 +94,13 @@ export interface LookupTablesConfig {
   confirmMs: number;
   /** Timeout of one fetch (ms). */
   fetchTimeoutMs: number;
+  /**
+   * The chain node's PubSub WebSocket: held tables are kept current from its account notifications
+   * (accountSubscribe). Empty: none. The launcher fills in the local chain's when it fills in rpcUrl.
+   */
+  wsUrl: string;
+  /** Tables watched through account notifications at most (one subscription each). */
+  maxSubscriptions: number;
 }
 
 function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
@@ -109,6 +116,8 @@ function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
     retryMs: int(o, 'retryMs', p, 1_000, 0),
     confirmMs: int(o, 'confirmMs', p, 400, 10),
     fetchTimeoutMs: int(o, 'fetchTimeoutMs', p, 2_000, 10),
+    wsUrl: str(o, 'wsUrl', p, ''),
+    maxSubscriptions: int(o, 'maxSubscriptions', p, 10_000, 0, 1_000_000),
   };
 }
 
