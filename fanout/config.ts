@@ -105,6 +105,10 @@ export interface LookupTablesConfig {
 
 function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
   const o = section(raw, p);
+  const wsUrl = str(o, 'wsUrl', p, '');
+  // Checked here: the notifier would otherwise fail at startup on a URL the WebSocket client refuses. The value
+  // is not echoed (it may carry an API key).
+  if (wsUrl !== '' && !/^wss?:\/\/[^\s]+$/.test(wsUrl)) throw new ConfigError(`${p}.wsUrl: expected a ws:// or wss:// URL`);
   return {
     rpcUrl: str(o, 'rpcUrl', p, ''),
     matchV1: bool(o, 'matchV1', p, false),
@@ -116,7 +120,7 @@ function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
     retryMs: int(o, 'retryMs', p, 1_000, 0),
     confirmMs: int(o, 'confirmMs', p, 400, 10),
     fetchTimeoutMs: int(o, 'fetchTimeoutMs', p, 2_000, 10),
-    wsUrl: str(o, 'wsUrl', p, ''),
+    wsUrl,
     maxSubscriptions: int(o, 'maxSubscriptions', p, 10_000, 0, 1_000_000),
   };
 }

@@ -12,7 +12,8 @@ import { parseAnswer, type FetchResult } from './table-fetcher';
 //
 // Bounds: at most maxSubscriptions tables are watched (a table beyond is kept current by the stream, the
 // confirmed re-read and the re-read on an out-of-range index, as without notifications; a slot freed by an
-// eviction goes to the next table taken in). Requests in flight are at most one per watched table.
+// eviction goes to the next table taken in). Requests awaiting an answer: at most one subscribe per watched table,
+// plus unsubscriptions; past twice the cap the connection is dropped and started again.
 // The connection: reconnected with exponential backoff (RECONNECT_MIN_MS doubling to RECONNECT_MAX_MS, reset once
 // a connection opens); on a reconnect each watched table is subscribed again and read once (`reread`), since
 // nothing is notified for changes made while the connection was down. A connection that answers no ping
@@ -162,6 +163,9 @@ export class TableNotifier {
   }
 
   private send(method: string, params: unknown[], p: Pending): number {
+    // Answers owed: one per watched table plus unsubscriptions. A node that stops answering while tables churn
+    // would grow this without end: past twice the cap the connection is dropped (the reconnect starts clean).
+    if (this.pending.size >= 2 * this.o.maxSubscriptions + 64) this.ws!.terminate();
     const id = this.nextId++;
     this.pending.set(id, p);
     this.ws!.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));

@@ -157,6 +157,12 @@ describe('lookup tables kept current from account notifications (local chain)', 
     assert.deepEqual(b58((await resolve(lt, table, [2], BigInt(node.slot() + 1))).loaded.writable), [c.toBase58()]);
   });
 
+  it('fanout.lookupTables.wsUrl must be a ws:// or wss:// URL, and the error does not echo it', () => {
+    assert.throws(() => testConfig({ lookupTables: { wsUrl: 'http://key-123@node.invalid' } }), (e: Error) => /wsUrl: expected a ws:\/\/ or wss:\/\/ URL/.test(e.message) && !e.message.includes('key-123'));
+    assert.equal(testConfig({ lookupTables: { wsUrl: 'wss://node.invalid/abc' } }).lookupTables.wsUrl, 'wss://node.invalid/abc');
+    assert.equal(testConfig().lookupTables.wsUrl, '', 'off by default');
+  });
+
   it('bounded: at most maxSubscriptions tables watched; an evicted table is unsubscribed and the slot goes to the next', async () => {
     const t1 = await makeTable([fresh()]);
     const t2 = await makeTable([fresh()]);
