@@ -94,10 +94,21 @@ export interface LookupTablesConfig {
   confirmMs: number;
   /** Timeout of one fetch (ms). */
   fetchTimeoutMs: number;
+  /**
+   * The chain node's PubSub WebSocket: held tables are kept current from its account notifications
+   * (accountSubscribe). Empty: none. The launcher fills in the local chain's when it fills in rpcUrl.
+   */
+  wsUrl: string;
+  /** Tables watched through account notifications at most (one subscription each). */
+  maxSubscriptions: number;
 }
 
 function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
   const o = section(raw, p);
+  const wsUrl = str(o, 'wsUrl', p, '');
+  // Checked here: the notifier would otherwise fail at startup on a URL the WebSocket client refuses. The value
+  // is not echoed (it may carry an API key).
+  if (wsUrl !== '' && !/^wss?:\/\/[^\s]+$/.test(wsUrl)) throw new ConfigError(`${p}.wsUrl: expected a ws:// or wss:// URL`);
   return {
     rpcUrl: str(o, 'rpcUrl', p, ''),
     matchV1: bool(o, 'matchV1', p, false),
@@ -109,6 +120,8 @@ function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
     retryMs: int(o, 'retryMs', p, 1_000, 0),
     confirmMs: int(o, 'confirmMs', p, 400, 10),
     fetchTimeoutMs: int(o, 'fetchTimeoutMs', p, 2_000, 10),
+    wsUrl,
+    maxSubscriptions: int(o, 'maxSubscriptions', p, 10_000, 0, 1_000_000),
   };
 }
 

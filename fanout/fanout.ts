@@ -248,13 +248,13 @@ export class Fanout {
     fanoutMetrics.transactions.inc();
     const r = d.record;
     this.lookupTables?.observer.observe(r.accountKeys, r.message, r.slot);
-    let keys = r.accountKeys;
     if (this.matchLoaded !== undefined) {
-      const k = this.matchLoaded.keys.forRecord(keys, r.message, r.slot);
-      if (k === null) return this.matchWhenResolved(this.matchLoaded, r);
-      keys = k;
+      const keys = this.matchLoaded.keys;
+      const n = keys.forRecord(r.accountKeys, r.message, r.slot);
+      if (n < 0) return this.matchWhenResolved(this.matchLoaded, r);
+      return this.deliver(this.index.match(keys.block, n), r);
     }
-    this.deliver(this.index.match(keys), r);
+    this.deliver(this.index.match(r.accountKeys), r);
   }
 
   /** A transaction naming a table not held yet: matched once the resolver answers (at most waitMs later). */

@@ -27,6 +27,10 @@ interface Entry<S> {
   includeHit: boolean;
   requiredHits: number;
   excluded: boolean;
+  /** The same three over the static keys alone (matchSplit only). */
+  staticIncludeHit: boolean;
+  staticRequiredHits: number;
+  staticExcluded: boolean;
 }
 
 interface Owner<S> {
@@ -43,6 +47,11 @@ export interface Match<S> {
   /** Bit `slot` set for every matching filter of the subscriber's set. */
   mask: number;
   set: CompiledFilterSet;
+}
+
+/** A match of matchSplit: `mask` over every key given, `staticMask` over the static keys alone. */
+export interface SplitMatch<S> extends Match<S> {
+  staticMask: number;
 }
 
 const MIN_TABLE = 2048;
@@ -275,7 +284,7 @@ export class FilterIndex<S> {
         e.filter = filter;
         e.bit = 1 << filter.slot;
       } else {
-        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false };
+        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false, staticIncludeHit: false, staticRequiredHits: 0, staticExcluded: false };
         this.addEntry(e);
       }
       entries.push(e);
@@ -364,7 +373,7 @@ export class FilterIndex<S> {
    * `keys` is N × 32 bytes of static account keys, contiguous (the stream.transactions record layout).
    * Returns one entry per subscriber with at least one matching filter.
    */
-  match(keys: Buffer): Match<S>[] {
+  match(keys: Uint8Array, length = keys.length): Match<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
@@ -372,7 +381,7 @@ export class FilterIndex<S> {
     // (stamped with `gen`), so a repeat can neither count twice towards `required` nor cost a second walk.
     const p = this.postings;
     const entries = this.entries;
-    for (let off = 0; off + PUBKEY_LEN <= keys.length; off += PUBKEY_LEN) {
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) {
       const k = p.find(keys, off);
       if (k < 0 || p.keyGen[k] === gen) continue;
       p.keyGen[k] = gen;
@@ -406,6 +415,61 @@ export class FilterIndex<S> {
     touched.length = 0; // drop the references until the next call
     return out;
   }
+
+  /**
+   * One walk for a set in which some filters see loaded addresses and others the static keys only (v2's
+   * match_loaded_addresses): `keys` holds the static keys in [0, staticLength) and the loaded ones after, up to
+   * `length`. Each match carries both answers — `mask` over every key, `staticMask` over the static keys — and
+   * the caller takes each filter's bit from the one it asked for. A loaded key equal to a static one is visited
+   * once, as a static key (it is in both sets). Returns the subscribers with a bit in either mask.
+   */
+  matchSplit(keys: Uint8Array, staticLength: number, length = keys.length): SplitMatch<S>[] {
+    const gen = ++this.gen;
+    const touched = this.touched;
+    touched.length = 0;
+    const p = this.postings;
+    const entries = this.entries;
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) {
+      const k = p.find(keys, off);
+      if (k < 0 || p.keyGen[k] === gen) continue;
+      p.keyGen[k] = gen;
+      const isStatic = off < staticLength;
+      for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+        const e = freshSplit(entries[p.cellEntry[c]!]!, gen);
+        const list = p.cellList[c]!;
+        if (list === INC) {
+          e.includeHit = true;
+          if (isStatic) e.staticIncludeHit = true;
+          touch(touched, e.owner, gen);
+        } else if (list === REQ) {
+          e.requiredHits++;
+          if (isStatic) e.staticRequiredHits++;
+          touch(touched, e.owner, gen);
+        } else {
+          e.excluded = true;
+          if (isStatic) e.staticExcluded = true;
+        }
+      }
+    }
+    for (const o of this.matchAll) touch(touched, o, gen);
+
+    const out: SplitMatch<S>[] = [];
+    for (const o of touched) {
+      let mask = 0;
+      let staticMask = 0;
+      for (const e of o.entries) {
+        const cur = e.gen === gen;
+        const f = e.filter;
+        const inc = f.include.length > 0;
+        const req = f.required.length;
+        if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req))) mask |= e.bit;
+        if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req))) staticMask |= e.bit;
+      }
+      if ((mask | staticMask) !== 0) out.push({ sub: o.sub, mask, set: o.set, staticMask });
+    }
+    touched.length = 0;
+    return out;
+  }
 }
 
 /** Records the owner once per transaction. */
@@ -414,6 +478,20 @@ function touch<S>(touched: Owner<S>[], o: Owner<S>, gen: number): void {
     o.touchedGen = gen;
     touched.push(o);
   }
+}
+
+/** fresh() for matchSplit: the static-only scratch too. */
+function freshSplit<S>(e: Entry<S>, gen: number): Entry<S> {
+  if (e.gen !== gen) {
+    e.gen = gen;
+    e.includeHit = false;
+    e.requiredHits = 0;
+    e.excluded = false;
+    e.staticIncludeHit = false;
+    e.staticRequiredHits = 0;
+    e.staticExcluded = false;
+  }
+  return e;
 }
 
 /** Resets an entry's scratch the first time this transaction touches it. */

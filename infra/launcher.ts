@@ -296,9 +296,9 @@ async function startEvmComponent(cfg: EvmGatewayConfig, f: Floor, usage: () => U
 // --- lookup tables: fetched from the local chain when it runs and no other node is named. With neither, a config
 // that asks v1 filters to match loaded addresses (the local one does) runs on static keys: a run without the local
 // chain (a platform without litesvm, or an operator's choice) must still start, and says so once.
-function fanoutWithTableSource(cfg: FanoutConfig, localChainUrl: string | undefined, log: Log): FanoutConfig {
+function fanoutWithTableSource(cfg: FanoutConfig, localChain: { http: string; ws: string } | undefined, log: Log): FanoutConfig {
   if (cfg.lookupTables.rpcUrl !== '') return cfg;
-  if (localChainUrl !== undefined) return { ...cfg, lookupTables: { ...cfg.lookupTables, rpcUrl: localChainUrl } };
+  if (localChain !== undefined) return { ...cfg, lookupTables: { ...cfg.lookupTables, rpcUrl: localChain.http, wsUrl: cfg.lookupTables.wsUrl === '' ? localChain.ws : cfg.lookupTables.wsUrl } };
   if (!cfg.lookupTables.matchV1) return cfg;
   log.warn('fanout.lookupTables.matchV1 is on but no chain node serves tables (local chain off, fanout.lookupTables.rpcUrl empty): v1 filters match static keys only');
   return { ...cfg, lookupTables: { ...cfg.lookupTables, matchV1: false } };
@@ -371,7 +371,7 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
     const ingest = await run('ingest', undefined, () => startIngestComponent(chainFeedsIngest ? ingestFedBy(local.chain, cfg.ingest) : cfg.ingest, floor));
     if (chainFeedsIngest && ingest !== undefined) local.chain.shredTo(ingest.address);
     // Lookup tables are fetched from the local chain when it runs and no other node is named.
-    const fanoutCfg = fanoutWithTableSource(cfg.fanout, local?.chain.httpUrl, log);
+    const fanoutCfg = fanoutWithTableSource(cfg.fanout, local === undefined ? undefined : { http: local.chain.httpUrl, ws: local.chain.wsUrl }, log);
     const fanout = await run('fanout', 'fanout.listen', () => startFanoutComponent(fanoutCfg, floor, usage, { config: { ...cfg, fanout: fanoutCfg } }));
     if (fanout?.health !== undefined) checks.push(fanout.health);
     // The local rental's key: the demo credentials show it, and the submission service carries local traffic with it.

@@ -174,7 +174,8 @@ export function encodeTxShared(
  * 0x1a unresolved_tables[], each a 32-byte key, in the chain's load order. Encoded once per record and copied into
  * the shared part of the streams whose matched filters asked for it.
  */
-export function encodeLoadedAddresses(l: { writable: readonly Uint8Array[]; readonly: readonly Uint8Array[]; unresolvedTables: readonly Uint8Array[] }): Buffer {
+export function encodeLoadedAddresses(l: { writable: readonly Uint8Array[]; readonly: readonly Uint8Array[]; unresolvedTables: readonly Uint8Array[]; block?: Uint8Array; writableCount?: number }): Buffer {
+  if (l.block !== undefined && l.writableCount !== undefined) return encodeLoadedBlock(l.block, l.writableCount, l.unresolvedTables);
   // Written directly (no Fields part per key): tens of keys per transaction, on the matching path.
   let size = 0;
   for (const list of [l.writable, l.readonly, l.unresolvedTables]) for (const k of list) size += 1 + varintSize(k.length) + k.length;
@@ -191,6 +192,32 @@ export function encodeLoadedAddresses(l: { writable: readonly Uint8Array[]; read
   put(0x0a, l.writable);
   put(0x12, l.readonly);
   put(0x1a, l.unresolvedTables);
+  return buf;
+}
+
+/**
+ * encodeLoadedAddresses for loaded keys held in one block (32 bytes each, the first `writableCount` writable, the
+ * rest readonly), as the table resolver makes them: the same bytes, without a view per key.
+ */
+export function encodeLoadedBlock(block: Uint8Array, writableCount: number, unresolvedTables: readonly Uint8Array[]): Buffer {
+  const n = block.length >>> 5;
+  let size = n * 34; // tag, length 32, key
+  for (const k of unresolvedTables) size += 1 + varintSize(k.length) + k.length;
+  const buf = Buffer.allocUnsafe(size);
+  let o = 0;
+  for (let i = 0; i < n; i++) {
+    buf[o++] = i < writableCount ? 0x0a : 0x12;
+    buf[o++] = 32;
+    const from = i * 32;
+    for (let j = 0; j < 32; j++) buf[o + j] = block[from + j]!; // no view per key
+    o += 32;
+  }
+  for (const k of unresolvedTables) {
+    buf[o++] = 0x1a;
+    o = writeVarint(buf, o, k.length);
+    buf.set(k, o);
+    o += k.length;
+  }
   return buf;
 }
 

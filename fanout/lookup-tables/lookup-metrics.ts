@@ -7,6 +7,8 @@ export interface CacheGauges {
   tables(): number;
   addresses(): number;
   waiting(): number;
+  /** Tables with a live account subscription (0 without notifications). */
+  subscriptions(): number;
 }
 
 const sources = new Set<CacheGauges>();
@@ -18,6 +20,7 @@ const sum = (f: (s: CacheGauges) => number): number => {
 
 metrics.gauge('meridian_fanout_lookup_tables', 'Address lookup tables held by the table cache', undefined, () => sum((s) => s.tables()));
 metrics.gauge('meridian_fanout_lookup_addresses', 'Addresses held by the table cache, all tables (bounded by fanout.lookupTables.maxAddresses)', undefined, () => sum((s) => s.addresses()));
+metrics.gauge('meridian_fanout_lookup_subscriptions', 'Tables with a live accountSubscribe on the chain node (bounded by fanout.lookupTables.maxSubscriptions)', undefined, () => sum((s) => s.subscriptions()));
 metrics.gauge('meridian_fanout_lookup_waiting', 'Transactions waiting for a table fetch (each at most fanout.lookupTables.waitMs)', undefined, () => sum((s) => s.waiting()));
 
 const unresolved = new Map<string, Counter>();
@@ -33,6 +36,9 @@ export const lookupMetrics = {
   fetchMs: metrics.histogram('meridian_fanout_lookup_fetch_ms', 'Duration of a getMultipleAccounts call for lookup tables, ms'),
   evictions: metrics.counter('meridian_fanout_lookup_evictions_total', 'Tables dropped from the cache to stay within its caps'),
   waitedTransactions: metrics.counter('meridian_fanout_lookup_waited_total', 'Transactions that waited for a table fetch'),
+  notifications: metrics.counter('meridian_fanout_lookup_notifications_total', 'Account notifications from the chain node applied to a held table'),
+  notifyReconnects: metrics.counter('meridian_fanout_lookup_notify_reconnects_total', 'Reconnections of the account-notification WebSocket (each re-subscribes every watched table)'),
+  notifySkipped: metrics.counter('meridian_fanout_lookup_notify_skipped_total', 'Tables taken in but not watched because fanout.lookupTables.maxSubscriptions were in use'),
   partialTransactions: metrics.counter('meridian_fanout_lookup_partial_total', 'Transactions matched with at least one table unresolved'),
   unresolved(reason: UnresolvedReason): Counter {
     let c = unresolved.get(reason);

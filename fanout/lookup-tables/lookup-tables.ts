@@ -30,9 +30,11 @@ export function openLookupTables(cfg: LookupTablesConfig, call?: JsonRpcCall): L
     maxInFlight: cfg.maxInFlight,
     retryMs: cfg.retryMs,
     confirmMs: cfg.confirmMs,
+    wsUrl: cfg.wsUrl,
+    maxSubscriptions: cfg.maxSubscriptions,
   });
   const resolver = new TableResolver(cache, { waitMs: cfg.waitMs, maxWaiting: cfg.maxWaiting });
-  const drop = lookupMetrics.addSource({ tables: () => cache.size.tables, addresses: () => cache.size.addresses, waiting: () => resolver.waiting });
+  const drop = lookupMetrics.addSource({ tables: () => cache.size.tables, addresses: () => cache.size.addresses, waiting: () => resolver.waiting, subscriptions: () => cache.notifier?.subscribed ?? 0 });
   return {
     cache,
     resolver,

@@ -1,16 +1,20 @@
 import { LOOKUP_INTS, scanLookups } from '../../proto/tx-message-reader';
 import { keysWithLoaded, type LoadedAddresses } from '../loaded-addresses';
 import { lookupMetrics } from './lookup-metrics';
-import type { TableCache, TableEntry } from './table-cache';
-import { usableAt } from './table-resolver';
+import { TableEntry, type TableCache } from './table-cache';
+import { copyIndexes, usableAt } from './table-resolver';
 
 // The keys a transaction is matched on when filters see loaded addresses: its static keys, then what its lookups
 // load, in one contiguous block as FilterIndex.match takes them (the order within does not change a match).
-// The block is a scratch buffer reused for every transaction: valid until the next call.
+// The block is a scratch buffer reused for every transaction: valid until the next call, and nothing is allocated
+// per transaction.
 
 /** A v0 transaction names at most 256 accounts in all (u8 indexes); the buffer grows past this only for a
  *  malformed record. */
 const INITIAL_KEYS = 256;
+
+/** Marks a lookup that did not resolve, between forRecord's two passes. */
+const UNUSABLE = new TableEntry(Buffer.alloc(32));
 
 export class MatchKeys {
   // Buffer.alloc never takes from the shared pool: its own ArrayBuffer, so the word view is aligned.
@@ -22,18 +26,23 @@ export class MatchKeys {
 
   constructor(private readonly cache: TableCache) {}
 
+  /** The keys forRecord wrote, in [0, its answer); valid until the next call. */
+  get block(): Buffer {
+    return this.scratch;
+  }
+
   /**
-   * The keys to match, synchronously: `accountKeys` itself when the message has no lookups (or does not parse),
-   * else the static keys and what the held tables load. null when a table is not known yet: the caller resolves
-   * through the resolver (which fetches and waits) and calls withLoaded.
+   * The keys to match, synchronously, written to `block`: the static keys, then what the held tables load.
+   * Returns their length in bytes (the static keys alone when the message has no lookups or does not parse), or
+   * -1 when a table is not known yet: the caller resolves through the resolver (which fetches and waits) and
+   * calls withLoaded. No allocation: FilterIndex.match takes the block and the length.
    */
-  forRecord(accountKeys: Buffer, message: Buffer, slot: bigint): Buffer | null {
+  forRecord(accountKeys: Buffer, message: Buffer, slot: bigint): number {
     let k = scanLookups(message, this.at);
     while (k === -2) {
       this.at = growInts(this.at);
       k = scanLookups(message, this.at);
     }
-    if (k <= 0) return accountKeys; // none, or bytes that do not parse (matched on the static keys)
     const a = this.at;
     const held = this.held;
     let n = 0;
@@ -41,36 +50,43 @@ export class MatchKeys {
       const e = this.cache.readyAt(message, a[i * LOOKUP_INTS]!);
       if (e === undefined) {
         held.length = 0;
-        return null;
+        return -1;
       }
       held.push(e);
       n += a[i * LOOKUP_INTS + 2]! + a[i * LOOKUP_INTS + 4]!;
     }
     const out = this.reserve(accountKeys.length + n * 32);
-    accountKeys.copy(out, 0);
+    out.set(accountKeys, 0);
     let o = accountKeys.length;
+    if (k <= 0) return o; // none, or bytes that do not parse (matched on the static keys)
     let partial = false;
-    for (let i = 0; i < k; i++) {
-      const j = i * LOOKUP_INTS;
-      const wo = a[j + 1]!;
-      const wl = a[j + 2]!;
-      const ro = a[j + 3]!;
-      const rl = a[j + 4]!;
-      const t = usableAt(held[i], slot, message, wo, wl, message, ro, rl);
-      if (typeof t === 'string') {
-        lookupMetrics.unresolved(t).inc();
-        if (t === 'index') this.cache.refresh(held[i]!);
-        partial = true;
-        continue;
+    // Writable indexes of every lookup, then readonly ones (the chain's order; the order does not change a match,
+    // but the block is then the same as v2's static + loaded).
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = 0; i < k; i++) {
+        const j = i * LOOKUP_INTS;
+        const wo = a[j + 1]!;
+        const wl = a[j + 2]!;
+        const ro = a[j + 3]!;
+        const rl = a[j + 4]!;
+        if (pass === 0) {
+          const t = usableAt(held[i], slot, message, wo, wl, message, ro, rl);
+          if (typeof t === 'string') {
+            lookupMetrics.unresolved(t).inc();
+            if (t === 'index') this.cache.refresh(held[i]!);
+            partial = true;
+            held[i] = UNUSABLE;
+            continue;
+          }
+        } else if (held[i] === UNUSABLE) continue;
+        const w = held[i]!.words;
+        o = pass === 0 ? copyIndexes(w, message, wo, wl, this.outWords, o) : copyIndexes(w, message, ro, rl, this.outWords, o);
       }
-      const w = held[i]!.words;
-      o = copyIndexes(w, message, wo, wl, this.outWords, o);
-      o = copyIndexes(w, message, ro, rl, this.outWords, o);
     }
     lookupMetrics.hits.inc(k);
     held.length = 0; // drop the references until the next call
     if (partial) lookupMetrics.partialTransactions.inc();
-    return out.subarray(0, o);
+    return o;
   }
 
   /** The keys to match once the resolver answered (the slow path). */
@@ -85,18 +101,6 @@ export class MatchKeys {
     }
     return this.scratch;
   }
-}
-
-/** Copies the addresses at the indexes in idx[off, off + len) to out at byte o (a multiple of 32), eight words
- *  each: per 32 bytes, a native Buffer.copy call or a byte loop costs several times more. */
-function copyIndexes(words: Int32Array, idx: Uint8Array, off: number, len: number, out: Int32Array, o: number): number {
-  let d = o >>> 2;
-  for (let i = off; i < off + len; i++) {
-    const s = idx[i]! << 3;
-    for (let j = 0; j < 8; j++) out[d + j] = words[s + j]!;
-    d += 8;
-  }
-  return d << 2;
 }
 
 function growInts(a: Int32Array): Int32Array {

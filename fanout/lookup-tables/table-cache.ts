@@ -4,6 +4,7 @@ import type { AltInstruction } from '../../proto/lookup-table/program';
 import { deactivated, extended, frozen } from '../../proto/lookup-table/rules';
 import { lookupMetrics } from './lookup-metrics';
 import { TableFetcher, type FetchResult } from './table-fetcher';
+import { TableNotifier } from './table-notifier';
 import { equal32, hash32 } from '../key32';
 
 // The process's lookup tables: what the chain node said about each (fetched when a transaction first names the
@@ -15,6 +16,10 @@ import { equal32, hash32 } from '../key32';
 // order (second chance: a table used since the last sweep goes to the back once); tables being fetched, with
 // transactions waiting, or with an unconfirmed stream change are never evicted. When nothing can go, a new table
 // is not taken in and resolves as unknown.
+//
+// Account notifications (when a PubSub URL is given, table-notifier.ts): every table taken in as held is watched,
+// up to maxSubscriptions; a notification replaces its view as a fetch answer does; eviction or the table's
+// closing ends the watch.
 
 export type EntryState = 'loading' | 'held' | 'absent' | 'failed';
 
@@ -64,6 +69,10 @@ export interface TableCacheOptions {
   retryMs: number;
   /** How often tables with unconfirmed stream changes are read again at `confirmed` (ms). */
   confirmMs: number;
+  /** The node's PubSub WebSocket for account notifications; empty or absent: none. */
+  wsUrl?: string;
+  /** Tables watched through account notifications at most. */
+  maxSubscriptions?: number;
   now?: () => number;
 }
 
@@ -73,6 +82,8 @@ export class TableCache {
    *  message bytes without making a string. */
   private readonly byHash = new Map<number, TableEntry>();
   private readonly fetcher: TableFetcher;
+  /** Account notifications; null when no PubSub URL is configured. */
+  readonly notifier: TableNotifier | null;
   private readonly confirmTimer: NodeJS.Timeout;
   private readonly now: () => number;
   private addresses = 0;
@@ -81,6 +92,18 @@ export class TableCache {
   constructor(private readonly o: TableCacheOptions) {
     this.now = o.now ?? Date.now;
     this.fetcher = new TableFetcher({ call: o.call, maxInFlight: o.maxInFlight, onResult: this.onResult });
+    this.notifier =
+      o.wsUrl === undefined || o.wsUrl === ''
+        ? null
+        : new TableNotifier({
+            url: o.wsUrl,
+            maxSubscriptions: o.maxSubscriptions ?? 10_000,
+            onAccount: (id, r) => this.apply(id, r),
+            reread: (id) => {
+              const e = this.entries.get(id);
+              if (e !== undefined && e.state === 'held') this.fetcher.request(id, e.key, 'confirmed');
+            },
+          });
     this.confirmTimer = setInterval(() => this.confirmPending(), o.confirmMs);
     this.confirmTimer.unref();
   }
@@ -165,6 +188,7 @@ export class TableCache {
       } else if (e.state === 'held' && e.view !== null) return; // the program refuses to create over a table
       this.setView(e, newLookupTable(Buffer.from(authority)));
       e.state = 'held';
+      this.notifier?.watch(id, e.key);
       this.changed(e, slot, 'create');
       return;
     }
@@ -173,6 +197,7 @@ export class TableCache {
     if (ix.kind === 'close') {
       this.setView(e, null);
       e.state = 'absent';
+      this.notifier?.unwatch(id);
       e.retryAt = this.now();
       this.changed(e, slot, 'close');
       return;
@@ -188,6 +213,7 @@ export class TableCache {
     this.closed = true;
     clearInterval(this.confirmTimer);
     this.fetcher.close();
+    this.notifier?.close();
     for (const e of this.entries.values()) this.settle(e);
     this.entries.clear();
     this.byHash.clear();
@@ -230,6 +256,11 @@ export class TableCache {
 
   private readonly onResult = (id: string, r: FetchResult, ms: number): void => {
     lookupMetrics.fetchMs.observe(ms);
+    this.apply(id, r);
+  };
+
+  /** A fetch answer or an account notification. */
+  private apply(id: string, r: FetchResult): void {
     const e = this.entries.get(id);
     if (e === undefined) return;
     if (r.kind === 'failed') {
@@ -248,13 +279,15 @@ export class TableCache {
       if (add > 0 && this.addresses + add > this.o.maxAddresses) this.makeRoom(add, e);
       this.setView(e, r.table);
       e.state = 'held';
+      this.notifier?.watch(id, e.key);
     } else {
       this.setView(e, null);
       e.state = 'absent';
       e.retryAt = this.now() + this.o.retryMs;
+      this.notifier?.unwatch(id);
     }
     this.settle(e);
-  };
+  }
 
   private settle(e: TableEntry): void {
     const w = e.waiters;
@@ -282,6 +315,7 @@ export class TableCache {
         continue;
       }
       this.unhash(e);
+      this.notifier?.unwatch(id);
       this.addresses -= e.addressCount;
       lookupMetrics.evictions.inc();
     }

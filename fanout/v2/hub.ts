@@ -309,17 +309,16 @@ export class V2Hub {
    * named unresolved (the flagged filter was added while the record was held behind another).
    */
   private matchTx(index: FilterIndex<V2Session>, r: TxRecord, lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null, flagged: boolean): { matches: Match<V2Session>[]; loaded: LoadedAddresses | null } {
-    const matches = index.match(r.accountKeys);
-    if (!flagged) return { matches, loaded: null };
+    if (!flagged) return { matches: index.match(r.accountKeys), loaded: null };
     lookups ??= readLookups(r.message);
-    if (lookups === null || lookups.length === 0) return { matches, loaded: null };
+    if (lookups === null || lookups.length === 0) return { matches: index.match(r.accountKeys), loaded: null };
     if (loaded === null) {
       let now: LoadedAddresses | null = null;
       this.resolver.resolve(lookups, r.slot, (l) => void (now ??= l));
       const got: LoadedAddresses | null = now;
       loaded = got ?? allUnresolved(lookups);
     }
-    return { matches: matchWithLoaded(index, matches, r.accountKeys, loaded), loaded };
+    return { matches: matchWithLoaded(index, r.accountKeys, loaded), loaded };
   }
 
   private processTx(m: BusMessage, decoded: TxRecord | null, lookups: readonly TableLookup[] | null, loadedIn: LoadedAddresses | null): void {

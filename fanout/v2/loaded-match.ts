@@ -3,39 +3,46 @@ import { keysWithLoaded, type LoadedAddresses, type TableLookup } from '../loade
 
 // v2 matching with `TransactionFilter.match_loaded_addresses`: a filter with the flag sees a v0 transaction's
 // static keys and the addresses its lookup tables load; a filter without it sees the static keys only (v1's
-// semantics), and both kinds may sit in one stream's set. The index is walked twice for such a record — once over
-// the static keys, once over static + loaded — and each stream's mask takes the flagged filters' bits from the
-// second walk and the others' from the first. The second walk covers include, required and exclude alike: a
-// flagged filter whose excluded account is loaded through a table does not match.
+// semantics), and both kinds may sit in one stream's set. The index is walked once over static + loaded keys
+// (FilterIndex.matchSplit), which answers both questions for every filter touched — over every key and over the
+// static keys alone — and each stream's mask takes the flagged filters' bits from the first answer and the
+// others' from the second. This covers include, required and exclude alike: a flagged filter whose excluded
+// account is loaded through a table does not match.
 
 /** What a stream's filter set needs to say here: which of its filters (bits of a match mask) match loaded addresses. */
 export interface LoadedAware {
   loadedMask: number;
 }
 
+/** Static + loaded keys of the record being matched (reused: valid during one call). 256 keys is a v0
+ *  transaction's most; it grows for a malformed record only. */
+let scratch = Buffer.alloc(256 * 32);
+
 /**
  * The matches of a record whose lookups resolved to `loaded`: static-key matches for unflagged filters, static +
- * loaded for flagged ones. `staticMatches` is index.match(accountKeys), already computed by the caller.
+ * loaded for flagged ones. Without loaded addresses, the plain match on the static keys.
  */
-export function matchWithLoaded<S extends LoadedAware>(index: FilterIndex<S>, staticMatches: Match<S>[], accountKeys: Buffer, loaded: LoadedAddresses): Match<S>[] {
-  if (loaded.writable.length + loaded.readonly.length === 0) return staticMatches;
-  const wide = index.match(keysWithLoaded(accountKeys, loaded));
-  const byStatic = new Map<S, number>();
-  for (const m of staticMatches) byStatic.set(m.sub, m.mask);
-  const out: Match<S>[] = [];
-  for (const m of wide) {
+export function matchWithLoaded<S extends LoadedAware>(index: FilterIndex<S>, accountKeys: Buffer, loaded: LoadedAddresses): Match<S>[] {
+  const b = loaded.block;
+  const n = b !== undefined ? b.length : (loaded.writable.length + loaded.readonly.length) * 32;
+  if (n === 0) return index.match(accountKeys);
+  let keys: Uint8Array;
+  if (b !== undefined) {
+    if (scratch.length < accountKeys.length + n) scratch = Buffer.alloc(2 * (accountKeys.length + n));
+    scratch.set(accountKeys, 0);
+    scratch.set(b, accountKeys.length);
+    keys = scratch;
+  } else keys = keysWithLoaded(accountKeys, loaded);
+  const out = index.matchSplit(keys, accountKeys.length, accountKeys.length + n);
+  let w = 0;
+  for (const m of out) {
     const flagged = m.sub.loadedMask;
-    const mask = ((byStatic.get(m.sub) ?? 0) & ~flagged) | (m.mask & flagged);
-    byStatic.delete(m.sub);
-    if (mask !== 0) out.push({ sub: m.sub, mask, set: m.set });
+    const mask = (m.staticMask & ~flagged) | (m.mask & flagged);
+    if (mask === 0) continue;
+    m.mask = mask;
+    out[w++] = m;
   }
-  // Matched on the static keys and not on the wider set: only an exclusion hit by a loaded address does that,
-  // which concerns the flagged filters only.
-  for (const m of staticMatches) {
-    if (!byStatic.has(m.sub)) continue;
-    const mask = m.mask & ~m.sub.loadedMask;
-    if (mask !== 0) out.push({ sub: m.sub, mask, set: m.set });
-  }
+  out.length = w;
   return out;
 }
 

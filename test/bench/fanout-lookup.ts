@@ -28,8 +28,12 @@ import type { BenchResult } from './stats';
 // Figures: CPU ns per transaction (off, on, ratio; aim ≤ 1.3×), and the added latency per transaction for held
 // tables (p50/p99 of on − off, measured per transaction in alternation; aim p99 < 0.1 ms).
 // v2 (match_loaded_addresses on every filter, fanout/v2/hub.ts): the same records and filters through the v2 path
-// — read the lookups, resolve through the resolver (held: synchronous), match static keys and static + loaded
-// (loaded-match.ts), encode Transaction.loaded once per matched record — beside the same index's static match.
+// — read the lookups, resolve through the resolver (held: synchronous, into one block), one walk of the index over
+// static + loaded keys answering flagged and unflagged filters alike (loaded-match.ts), encode Transaction.loaded
+// once per matched record — beside the same index's static match.
+// Per key: the match alone on key blocks made beforehand (static: 11 keys; on: 34), divided by keys and by
+// matches, so that the share of the ratio that comes from matching three times as many keys shows apart from what
+// resolution adds (resolution_ns_per_loaded_key).
 
 const TABLES = 200;
 const TABLE_LEN = 256;
@@ -112,9 +116,9 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const keys = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
-    if (keys === null) throw new Error('a held table was not answered at once');
-    matched += index.match(keys).length;
+    const n = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
+    if (n < 0) throw new Error('a held table was not answered at once');
+    matched += index.match(lt.keys.block, n).length;
   };
   /** The resolution alone (observe + loaded keys), without the match. */
   const resolveOnly = (rec: Buffer): void => {
@@ -122,9 +126,9 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const keys = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
-    if (keys === null) throw new Error('a held table was not answered at once');
-    matched += keys.length;
+    const n = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
+    if (n < 0) throw new Error('a held table was not answered at once');
+    matched += n;
   };
   const v2off = (rec: Buffer): void => {
     const d = decodeTxRecord(rec);
@@ -141,7 +145,7 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     lt.resolver.resolve(lookups, r.slot, (l) => (loaded = l));
     const got: LoadedAddresses | null = loaded;
     if (got === null) throw new Error('a held table was not answered at once');
-    const m = matchWithLoaded(v2index, v2index.match(r.accountKeys), r.accountKeys, got);
+    const m = matchWithLoaded(v2index, r.accountKeys, got);
     if (m.length > 0) matched += encodeLoadedAddresses(got).length > 0 ? m.length : 0;
   };
   const decodeOnly = (rec: Buffer): void => {
@@ -149,6 +153,17 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     if (!d.ok) throw new Error(d.reason);
     matched += d.record.accountKeys.length;
   };
+  // The match alone, on key blocks made beforehand (no decode, no resolution): what a key costs the index.
+  const staticBlocks = records.map((r) => Buffer.from(decodeRecord(r).accountKeys));
+  const fullBlocks = records.map((rec) => {
+    const r = decodeRecord(rec);
+    const n = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
+    return Buffer.from(lt.keys.block.subarray(0, n));
+  });
+  const loadedKeys = fullBlocks.reduce((a, b) => a + b.length / 32, 0) / TXS - STATIC;
+  let block = 0;
+  const matchStatic = (): void => void (matched += index.match(staticBlocks[block++ % TXS]!).length);
+  const matchFull = (): void => void (matched += index.match(fullBlocks[block++ % TXS]!).length);
   const cpuNsPerTx = (f: (r: Buffer) => void): number => {
     const c0 = process.cpuUsage();
     for (const r of records) f(r);
@@ -157,6 +172,8 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   };
   // Warm both paths, then alternate rounds so drift hits both alike.
   cpuNsPerTx(off);
+  cpuNsPerTx(matchStatic);
+  cpuNsPerTx(matchFull);
   cpuNsPerTx(on);
   cpuNsPerTx(v2off);
   cpuNsPerTx(v2on);
@@ -165,6 +182,8 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   const resolveNs: number[] = [];
   const decodeNs: number[] = [];
   const v2OffNs: number[] = [];
+  const matchStaticNs: number[] = [];
+  const matchFullNs: number[] = [];
   const v2OnNs: number[] = [];
   let matchedV2On = 0;
   let matchedOff = 0;
@@ -178,6 +197,8 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     matchedOn = matched;
     resolveNs.push(cpuNsPerTx(resolveOnly));
     decodeNs.push(cpuNsPerTx(decodeOnly));
+    matchStaticNs.push(cpuNsPerTx(matchStatic));
+    matchFullNs.push(cpuNsPerTx(matchFull));
     v2OffNs.push(cpuNsPerTx(v2off));
     matched = 0;
     v2OnNs.push(cpuNsPerTx(v2on));
@@ -210,6 +231,13 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
         on_ns_per_tx: Math.round(med(onNs)),
         on_over_off: Number((med(onNs) / med(offNs)).toFixed(2)),
         resolution_only_ns: Math.round(med(resolveNs) - med(decodeNs)),
+        resolution_ns_per_loaded_key: Math.round((med(resolveNs) - med(decodeNs)) / loadedKeys),
+        match_only_off_ns: Math.round(med(matchStaticNs)),
+        match_only_on_ns: Math.round(med(matchFullNs)),
+        match_ns_per_key_off: Math.round(med(matchStaticNs) / STATIC),
+        match_ns_per_key_on: Math.round(med(matchFullNs) / (STATIC + loadedKeys)),
+        match_ns_per_match_off: Math.round(med(matchStaticNs) / (matchedOff / TXS)),
+        match_ns_per_match_on: Math.round(med(matchFullNs) / (matchedOn / TXS)),
         added_p50_ms: Number(a.p50.toFixed(4)),
         added_p99_ms: Number(a.p99.toFixed(4)),
         ref_off_p99_ms: Number(o.p99.toFixed(4)),
@@ -225,7 +253,7 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   ];
 }
 
-function decodeRecord(r: Buffer): { message: Buffer } {
+function decodeRecord(r: Buffer): { accountKeys: Buffer; message: Buffer; slot: bigint } {
   const d = decodeTxRecord(r);
   if (!d.ok) throw new Error(d.reason);
   return d.record;

@@ -6,6 +6,8 @@ import { ALT_PROGRAM_ID, decodeAltInstruction, encodeAltInstruction, SLOT_MAX } 
 import { deactivated, extended, frozen, indexesInRange, usableLength } from '../../proto/lookup-table/rules';
 import { InstructionCursor, LOOKUP_INTS, LookupCursor, scanLookups } from '../../proto/tx-message-reader';
 import { encodeTransaction } from '../../proto/wire';
+import { encodeLoadedAddresses, encodeLoadedBlock } from '../../proto/wire-v2';
+import { LoadedAddresses } from '../../proto/gen/stream_v2_pb';
 import type { TxFields } from '../../proto/tx-fields';
 import { findProgramAddress, isOnCurve } from '../../infra/base/program-address';
 
@@ -198,5 +200,23 @@ describe('reading lookups and instructions from the v1 message bytes', () => {
     assert.equal(scanLookups(msg, new Int32Array(LOOKUP_INTS * 2)), -2);
     assert.equal(scanLookups(msg.subarray(0, msg.length - 5), out), -1);
     assert.equal(scanLookups(encodeTransaction({ ...tx, addressTableLookups: [], versioned: false }), out), 0);
+  });
+});
+
+describe('Transaction.loaded from one block of keys', () => {
+  it('encodeLoadedBlock writes the bytes encodeLoadedAddresses writes for the same lists', () => {
+    for (const [w, r, u] of [[3, 2, 0], [0, 4, 1], [5, 0, 2], [0, 0, 1], [0, 0, 0]] as const) {
+      const keys = Array.from({ length: w + r }, key);
+      const unresolved = Array.from({ length: u }, key);
+      const lists = encodeLoadedAddresses({ writable: keys.slice(0, w), readonly: keys.slice(w), unresolvedTables: unresolved });
+      const block = Buffer.concat(keys);
+      assert.deepEqual(encodeLoadedBlock(block, w, unresolved), lists, `${w} writable, ${r} readonly, ${u} unresolved`);
+      assert.deepEqual(encodeLoadedAddresses({ writable: [], readonly: [], unresolvedTables: unresolved, block, writableCount: w }), lists);
+      // And what a v2 client decodes from it.
+      const d = LoadedAddresses.deserializeBinary(lists);
+      assert.deepEqual(d.getWritableList_asU8().map((k) => Buffer.from(k)), keys.slice(0, w));
+      assert.deepEqual(d.getReadonlyList_asU8().map((k) => Buffer.from(k)), keys.slice(w));
+      assert.deepEqual(d.getUnresolvedTablesList_asU8().map((k) => Buffer.from(k)), unresolved);
+    }
   });
 });

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import { compileFilters, maskNames, type FilterSpec } from '../../../fanout/filter';
 import { FilterIndex } from '../../../fanout/filter-index';
+import { LoadedBlock } from '../../../fanout/loaded-addresses';
 import { matchWithLoaded } from '../../../fanout/v2/loaded-match';
+import { rng } from '../../support/prng';
 
 // The v2 merge of static-key and loaded-address matches (fanout/v2/loaded-match.ts): flagged filters see static +
 // loaded keys for include, required and exclude; unflagged filters of the same set see static keys only.
@@ -49,13 +51,51 @@ describe('v2 matching with loaded addresses (match_loaded_addresses)', () => {
     index.replace(c, r2.set);
 
     const accountKeys = Buffer.concat([key(1), key(2)]);
-    const stat = index.match(accountKeys);
-    const got = matchWithLoaded(index, stat, accountKeys, { writable: [key(10)], readonly: [key(11)], unresolvedTables: [] });
-    const bySub = new Map(got.map((m) => [m.sub, maskNames(m.set, m.mask).sort()]));
-    assert.deepEqual(bySub.get(a), ['exc-plain', 'inc-loaded', 'req-loaded']);
-    assert.equal(bySub.has(b), false, 'the flagged exclusion hit by a loaded address drops the stream');
-    assert.deepEqual(bySub.get(c), ['only-exc'], 'unflagged: static keys only');
+    const check = (got: ReturnType<typeof matchWithLoaded<Sub>>, how: string): void => {
+      const bySub = new Map(got.map((m) => [m.sub, maskNames(m.set, m.mask).sort()]));
+      assert.deepEqual(bySub.get(a), ['exc-plain', 'inc-loaded', 'req-loaded'], how);
+      assert.equal(bySub.has(b), false, `${how}: the flagged exclusion hit by a loaded address drops the stream`);
+      assert.deepEqual(bySub.get(c), ['only-exc'], `${how}: unflagged: static keys only`);
+    };
+    check(matchWithLoaded(index, accountKeys, { writable: [key(10)], readonly: [key(11)], unresolvedTables: [] }), 'lists');
+    check(matchWithLoaded(index, accountKeys, new LoadedBlock(Buffer.concat([key(10), key(11)]), 1, [])), 'block');
     // Nothing loaded (every table unresolved): the static matches as they are.
-    assert.equal(matchWithLoaded(index, stat, accountKeys, { writable: [], readonly: [], unresolvedTables: [key(99)] }), stat);
+    const plain = (ms: Array<{ sub: Sub; mask: number }>): Array<[Sub, number]> => ms.map((m) => [m.sub, m.mask]);
+    assert.deepEqual(plain(matchWithLoaded(index, accountKeys, { writable: [], readonly: [], unresolvedTables: [key(99)] })), plain(index.match(accountKeys)));
+    assert.deepEqual(plain(matchWithLoaded(index, accountKeys, new LoadedBlock(Buffer.alloc(0), 0, [key(99)]))), plain(index.match(accountKeys)));
+  });
+
+  it('one walk (matchSplit) answers as the two walks it replaces, on random filters and transactions', () => {
+    const rand = rng(2401);
+    const pick = (n: number): number => Math.floor(rand() * n);
+    const index = new FilterIndex<Sub>();
+    const subs: Sub[] = [];
+    for (let s = 0; s < 60; s++) {
+      const entries: Array<[string, FilterSpec]> = [];
+      const nf = 1 + pick(4);
+      for (let f = 0; f < nf; f++) {
+        const list = (n: number): number[] => Array.from({ length: n }, () => pick(40));
+        entries.push([`f${f}`, spec({ include: list(pick(4)), required: list(pick(3)), exclude: list(pick(2)) })]);
+      }
+      const r = compileFilters(entries, LIMITS);
+      assert.ok(r.ok);
+      const sub: Sub = { loadedMask: pick(1 << nf) };
+      subs.push(sub);
+      index.replace(sub, r.set);
+    }
+    for (let t = 0; t < 500; t++) {
+      const st = Array.from({ length: 1 + pick(6) }, () => key(pick(40)));
+      const ld = Array.from({ length: pick(8) }, () => key(pick(40)));
+      const accountKeys = Buffer.concat(st);
+      const wide = new Map(index.match(Buffer.concat([...st, ...ld])).map((m) => [m.sub, m.mask]));
+      const narrow = new Map(index.match(accountKeys).map((m) => [m.sub, m.mask]));
+      const want = new Map<Sub, number>();
+      for (const s of subs) {
+        const m = ((narrow.get(s) ?? 0) & ~s.loadedMask) | ((wide.get(s) ?? 0) & s.loadedMask);
+        if (m !== 0) want.set(s, m);
+      }
+      const got = new Map(matchWithLoaded(index, accountKeys, new LoadedBlock(Buffer.concat(ld), pick(ld.length + 1), [])).map((m) => [m.sub, m.mask]));
+      assert.deepEqual(got, want, `transaction ${t}`);
+    }
   });
 });
