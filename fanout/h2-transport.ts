@@ -79,7 +79,8 @@ class H2SubscribeCall extends H2Call implements SubscribeCall {
 
 /**
  * A v2 call: the same GrpcCall, requests handed over as bytes (fanout/v2/request.ts decodes them), responses in
- * the best encoding the client accepts (zstd where this Node has it, then gzip; identity when it lists neither).
+ * the first encoding of the client's grpc-accept-encoding this server sends (gzip; zstd where this Node has it),
+ * unless identity comes first (chooseEncoding says why).
  */
 class H2V2Call extends H2Call implements V2Call {
   readonly encoding: MessageEncoding;
