@@ -20,7 +20,9 @@ import { fmt, sleep, type BenchResult } from './stats';
 // interleaved (v1, v2, gzip, zstd, v1, v2), so the machine's drift shows beside the figures.
 //
 // STREAM_V2_WIRE_RATE=4000 (tx/s), STREAM_V2_WIRE_PHASE_S=4, STREAM_V2_WIRE_CONNECTIONS=20,
-// STREAM_V2_WIRE_CASES=v1,v2,gzip,zstd,v1,v2 (the order run).
+// STREAM_V2_WIRE_CASES=v1,v2,gzip,zstd,v1,v2 (the order run); STREAM_V2_WIRE_PROFILE=<dir>: the fanout children run
+// under --cpu-prof and write their profiles there.
+const PROFILE_DIR = process.env.STREAM_V2_WIRE_PROFILE;
 
 const RATE = Number(process.env.STREAM_V2_WIRE_RATE ?? 4000);
 const PHASE_S = Number(process.env.STREAM_V2_WIRE_PHASE_S ?? 4);
@@ -105,7 +107,7 @@ async function runCase(kind: Kind, seq0: number): Promise<Measured> {
         queueBudgetBytes: 1 << 30,
       },
     },
-    [],
+    PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`],
   );
   let load: GoLoadClient | undefined;
   try {
