@@ -133,7 +133,8 @@ export function frameUpdate(perStream: Uint8Array, shared: Uint8Array): Buffer {
   buf[0] = 0;
   buf.writeUInt32BE(len, 1);
   buf[5] = SEQ_TAG;
-  buf.fill(0, SEQ_OFF, HEAD_SZ);
+  // Zeroed by hand: Buffer.fill's argument checks cost more than 8 stores (it showed in the hub's profile).
+  for (let i = SEQ_OFF; i < HEAD_SZ; i++) buf[i] = 0;
   buf.set(perStream, HEAD_SZ);
   buf.set(shared, HEAD_SZ + perStream.length);
   return buf;
