@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import zlib from 'node:zlib';
 import { FilterAdd, Start, SubscribeRequest, SubscribeUpdate, TransactionFilter } from '../../../proto/gen/stream_v2_pb';
-import { chooseEncoding, decompressMessage, frameCompressed, SharedCompressor, zstdAvailable, type MessageEncoding } from '../../../proto/grpc-compression';
+import { chooseEncoding, decompressMessage, frameCompressed, SharedCompressor, zstdAvailable, zstdBlocks, type MessageEncoding } from '../../../proto/grpc-compression';
 import { V2_SUBSCRIBE_PATH } from '../../../proto/service-v2';
 import { encodeFilterIds, encodeTxShared, frameUpdate, stampSeq } from '../../../proto/wire-v2';
 import { waitFor } from '../../support/wait';
@@ -69,6 +69,39 @@ describe('stream v2 compression: the splice (proto/grpc-compression.ts)', () => 
       }
     });
   }
+
+  for (const enc of encodings) {
+    it(title(enc, 'large parts (several blocks) splice too'), function () {
+      if (enc === 'zstd' && !zstdAvailable) this.skip();
+      const comp = new SharedCompressor();
+      for (const size of [4096, 200_000, 600_000]) {
+        // Half compressible, half random: several deflate / zstd blocks of both kinds.
+        const shared = Buffer.concat([Buffer.alloc(size / 2, 7), Buffer.from(Array.from({ length: size / 2 }, (_, i) => (i * 2654435761) >>> 24))]);
+        const c = comp.compress(shared, enc)!;
+        const m = frameCompressed(c, encodeFilterIds(['big']))!;
+        stampSeq(m, 9);
+        const plain = decompressMessage(m.subarray(5), enc, 4 << 20);
+        assert.deepEqual(plain.subarray(0, size), shared);
+        assert.deepEqual(plain.subarray(size), Buffer.concat([encodeFilterIds(['big']), Buffer.from([0x09, 9, 0, 0, 0, 0, 0, 0, 0])]));
+        if (enc === 'gzip') gzipIsOneMember(m.subarray(5));
+      }
+    });
+  }
+
+  it(`zstd: frames of every header form node:zlib writes (content size or not, checksum) splice${zstdAvailable ? '' : ` (skipped: ${ZSTD_SKIP})`}`, function () {
+    if (!zstdAvailable) this.skip();
+    const z = zlib as unknown as { zstdCompressSync(b: Buffer, o: object): Buffer; constants: Record<string, number> };
+    const C = z.constants;
+    for (const params of [{}, { [C.ZSTD_c_contentSizeFlag!]: 0 }, { [C.ZSTD_c_checksumFlag!]: 1 }]) {
+      const shared = sharedOf(2);
+      const body = zstdBlocks(z.zstdCompressSync(shared, { params }))!;
+      assert.ok(body !== null);
+      const m = frameCompressed({ encoding: 'zstd', body, length: shared.length, crc: 0 }, encodeFilterIds(['f']))!;
+      stampSeq(m, 3);
+      assert.equal(SubscribeUpdate.deserializeBinary(decompressMessage(m.subarray(5), 'zstd', 1 << 20)).getSeq(), 3);
+    }
+    assert.equal(zstdBlocks(Buffer.from('not a frame')), null);
+  });
 
   it('gzip is one member (what flate2\'s GzDecoder and gRPC C-core read), and the check tells two members apart', () => {
     const shared = sharedOf(3);
