@@ -11,6 +11,7 @@ import { decodeSubscribeUpdate } from './request-wire';
 import { TOKEN_HEADER } from './auth';
 import { errorTrailers, type SubscribeCall } from './subscribe-call';
 import { V2_SUBSCRIBE_PATH, type V2Call } from './v2/serve';
+import { chooseEncoding, sendableEncodings, type MessageEncoding } from '../proto/grpc-compression';
 
 // The stream endpoint on the fanout's own HTTP/2 server (fanout/h2/): a GrpcCall seen as a SubscribeCall.
 
@@ -76,8 +77,20 @@ class H2SubscribeCall extends H2Call implements SubscribeCall {
   }
 }
 
-/** A v2 call: the same GrpcCall, requests handed over as bytes (fanout/v2/request.ts decodes them). */
+/**
+ * A v2 call: the same GrpcCall, requests handed over as bytes (fanout/v2/request.ts decodes them), responses in
+ * the first encoding of the client's grpc-accept-encoding this server sends (gzip; zstd where this Node has it),
+ * unless identity comes first (chooseEncoding says why).
+ */
 class H2V2Call extends H2Call implements V2Call {
+  readonly encoding: MessageEncoding;
+
+  constructor(call: GrpcCall, endGraceMs: number) {
+    super(call, endGraceMs);
+    this.encoding = chooseEncoding(call.header('grpc-accept-encoding'), sendableEncodings());
+    call.encoding = this.encoding;
+  }
+
   listen(onMessage: (m: Buffer) => void, gone: () => void): void {
     this.call.onMessage = onMessage;
     this.call.onGone = gone;

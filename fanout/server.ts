@@ -23,7 +23,7 @@ export interface FanoutHandle {
   address: string;
   stats(): FanoutStats;
   /** v2 streams open, replays running, counts (undefined with fanout.v2.enabled false). */
-  v2Stats(): { streams: number; replays: number; delivered: number; replaysStarted: number; outOfRange: number } | undefined;
+  v2Stats(): { streams: number; replays: number; delivered: number; replaysStarted: number; outOfRange: number; deliveredTransactions: number; bytes: number; compressed: number } | undefined;
   /** Stops reading, ends every stream (UNAVAILABLE, retriable) and stops the server. */
   close(): Promise<void>;
 }
@@ -127,7 +127,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   return {
     address,
     stats: () => hub.stats(),
-    v2Stats: () => (v2 === undefined ? undefined : { streams: v2.streams, replays: v2.activeReplays, delivered: v2.counts.delivered, replaysStarted: v2.counts.replaysStarted, outOfRange: v2.counts.outOfRange }),
+    v2Stats: () => (v2 === undefined ? undefined : { streams: v2.streams, replays: v2.activeReplays, delivered: v2.counts.delivered, replaysStarted: v2.counts.replaysStarted, outOfRange: v2.counts.outOfRange, deliveredTransactions: v2.counts.deliveredTransactions, bytes: v2.counts.bytes, compressed: v2.compression.counts.compressed }),
     close: () =>
       (closing ??= (async () => {
         unwatch?.();

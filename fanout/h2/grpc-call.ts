@@ -7,7 +7,8 @@ import type { H2Stream } from './stream';
 //   - request messages are cut at their 5-byte prefixes and handed over whole (a copy: requests are few and may
 //     outlive the socket's read buffer); larger than maxMessageBytes → RESOURCE_EXHAUSTED, as grpc-js says it;
 //   - compressed requests are refused (UNIMPLEMENTED): we announce `grpc-accept-encoding: identity`;
-//   - responses are written as they come, already framed (encoder.ts framedEncoder);
+//   - responses are written as they come, already framed (encoder.ts framedEncoder); `grpc-encoding` says what a
+//     compressed response (flag 1) is in: identity unless the application set `encoding` before the headers;
 //   - the status goes in trailers after every queued response, or alone (trailers-only) before any header;
 //   - `grpc-timeout` is honoured (DEADLINE_EXCEEDED), as grpc-js does.
 // Memory held for partial requests is bounded per stream (maxMessageBytes) and for the process (RequestBudget).
@@ -60,7 +61,14 @@ export function parseGrpcTimeout(v: string | undefined): number | undefined {
   return m === null ? undefined : Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!;
 }
 
+/** The response headers for a response encoding (`identity`, `gzip`, `zstd`). */
+function responseHeaders(encoding: string): ReadonlyArray<readonly [string, string]> {
+  return encoding === 'identity' ? RESPONSE_HEADERS : RESPONSE_HEADERS.map(([n, v]) => [n, n === 'grpc-encoding' ? encoding : v] as const);
+}
+
 export class GrpcCall {
+  /** The encoding of compressed responses, announced in grpc-encoding: set before the headers go. */
+  encoding = 'identity';
   onMessage: ((m: Buffer) => void) | null = null;
   /** The client cancelled (RST_STREAM) or the connection went; not called after our own end. */
   onGone: (() => void) | null = null;
@@ -104,7 +112,7 @@ export class GrpcCall {
   sendHeaders(): void {
     if (this.headersSent || this.over) return;
     this.headersSent = true;
-    this.stream.respond(RESPONSE_HEADERS);
+    this.stream.respond(responseHeaders(this.encoding));
   }
 
   /**
@@ -120,7 +128,7 @@ export class GrpcCall {
   end(status: GrpcStatus = { code: GrpcCode.OK, details: '' }): void {
     if (this.over) return;
     this.finish();
-    const fields: Array<readonly [string, string]> = this.headersSent ? [] : [...RESPONSE_HEADERS];
+    const fields: Array<readonly [string, string]> = this.headersSent ? [] : [...responseHeaders(this.encoding)];
     this.headersSent = true;
     fields.push(['grpc-status', String(status.code)]);
     if (status.details !== '') fields.push(['grpc-message', percentEncode(status.details)]);

@@ -15,6 +15,8 @@ import type { QueueBudget } from '../queue-budget';
 import type { StreamLimits, StreamOrigin } from '../stream-limits';
 import { StreamUsage } from '../stream-usage';
 import { clonePosition, cursorText, decodeCursor, encodeCursor, TopicTag, type Position } from './cursor';
+import type { MessageEncoding } from '../../proto/grpc-compression';
+import { UpdateCompression } from './compression';
 import { allUnresolved, matchWithLoaded } from './loaded-match';
 import type { V2Start } from './request';
 import { V2Session, type ReplayRecord, type ResolvedStart, type V2Context, type V2Port } from './session';
@@ -121,6 +123,8 @@ export class V2Hub {
   private readonly ctx: V2Context;
   private readonly now: () => number;
   readonly resolver: LoadedAddressResolver;
+  /** gzip/zstd of shared parts, once per part and encoding, for every stream that negotiated one. */
+  readonly compression = new UpdateCompression();
   readonly counts = { delivered: 0, deliveredTransactions: 0, bytes: 0, replaysStarted: 0, outOfRange: 0, resolved: 0, held: 0, heldCapped: 0 };
 
   constructor(
@@ -170,6 +174,7 @@ export class V2Hub {
         fanoutMetrics.messagesSent.inc();
         fanoutMetrics.bytesSent.inc(bytes);
       },
+      compression: this.compression,
       onEnd: (s, reason) => this.onEnd(s, reason),
     };
     this.heartbeatTimer = setInterval(() => {
@@ -198,13 +203,13 @@ export class V2Hub {
     return Number(m.offset) < (this.slotsLiveFrom[m.partition] ?? 0);
   }
 
-  open(port: V2Port, rental: Rental | undefined, origin: StreamOrigin | undefined): V2Session | StreamError {
+  open(port: V2Port, rental: Rental | undefined, origin: StreamOrigin | undefined, encoding: MessageEncoding = 'identity'): V2Session | StreamError {
     const refusal = this.closed ? null : this.opts.streamLimits.admit(origin);
     if (refusal !== null) {
       fanoutMetrics.streamRefused(refusal.per).inc();
       return streamError('tooManyStreams', refusal);
     }
-    const s = new V2Session(this.nextId++, port, this.ctx, rental, origin);
+    const s = new V2Session(this.nextId++, port, this.ctx, rental, origin, encoding);
     if (this.closed) s.shutdown();
     else this.sessions.add(s);
     return s;

@@ -1,4 +1,5 @@
 import type { RentalRegistry } from '../../bus/rental-registry';
+import type { MessageEncoding } from '../../proto/grpc-compression';
 import { authenticate, peerAddress } from '../auth';
 import type { FanoutConfig } from '../config';
 import { isStreamError, streamError, type StreamError } from '../errors';
@@ -16,6 +17,11 @@ export { V2_SUBSCRIBE_PATH } from '../../proto/service-v2';
 export interface V2Call {
   readonly peer: string;
   readonly token: string | undefined;
+  /**
+   * The response encoding the transport chose from the client's grpc-accept-encoding (proto/grpc-compression.ts
+   * chooseEncoding) and announces in sendHeaders()'s grpc-encoding; absent = identity.
+   */
+  readonly encoding?: MessageEncoding;
   sendHeaders(): void;
   sink(): Sink;
   end(e?: StreamError): void;
@@ -42,6 +48,7 @@ export function serveV2(call: V2Call, cfg: FanoutConfig, hub: V2Hub, rentals: Re
     },
     auth.rental,
     { connection: call.peer, ip: peerAddress(call.peer) },
+    call.encoding ?? 'identity',
   );
   if (isStreamError(session)) return call.end(session);
   opened = session;

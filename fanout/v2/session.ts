@@ -9,6 +9,8 @@ import type { StreamOrigin } from '../stream-limits';
 import { SubscriberQueue, type Overflow, type Sink } from '../subscriber-queue';
 import { UpdateRate } from '../update-rate';
 import { clonePosition, cursorText, encodeCursor, TopicTag, type Position } from './cursor';
+import type { MessageEncoding } from '../../proto/grpc-compression';
+import type { UpdateCompression } from './compression';
 import type { V2Request } from './request';
 
 // One v2 Subscribe stream (proto/stream_v2.proto). Its rules:
@@ -65,6 +67,8 @@ export interface V2Context {
   /** This stream now has (true) or no longer has (false) a filter with match_loaded_addresses. */
   loadedFilters(s: V2Session, on: boolean): void;
   onWrite(bytes: number, isTx: boolean): void;
+  /** Compresses shared parts once per encoding for the streams that negotiated one (compression.ts). */
+  readonly compression: UpdateCompression;
   onEnd(s: V2Session, reason: StreamErrorKind | 'client' | 'server_close'): void;
 }
 
@@ -127,6 +131,8 @@ export class V2Session {
     private readonly ctx: V2Context,
     readonly rental?: Rental,
     readonly origin?: StreamOrigin,
+    /** The response encoding the transport negotiated (grpc-accept-encoding) and announced in grpc-encoding. */
+    readonly encoding: MessageEncoding = 'identity',
   ) {
     this.rate = new UpdateRate(ctx.limits.maxFilterUpdatesPerSec);
     this.queue = new SubscriberQueue(
@@ -411,12 +417,12 @@ export class V2Session {
       if (set === this.filters) this.idsCache.set(mask, ids);
     }
     if (fromReplay) this.replayed++;
-    this.push(frameUpdate(ids, shared), cursor, 1);
+    this.push(this.encoding === 'identity' ? frameUpdate(ids, shared) : this.ctx.compression.frame(this.encoding, ids, shared), cursor, 1);
   }
 
   deliverSlot(shared: Buffer, cursor: Buffer, fromReplay: boolean): void {
     if (fromReplay) this.replayed++;
-    this.push(frameUpdate(EMPTY, shared), cursor, 0);
+    this.push(this.encoding === 'identity' ? frameUpdate(EMPTY, shared) : this.ctx.compression.frame(this.encoding, EMPTY, shared), cursor, 0);
   }
 
   /** Bus records [fromCursor, cursor) were lost before anyone read them (retention). */

@@ -20,6 +20,7 @@ const BENCHES: BenchModule[] = [
   { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
   { file: './fanout-lookup', title: 'fanout matching with lookup tables resolved', entry: 'benchFanoutLookup' },
   { file: './stream-v2', title: 'stream v2 beside v1 (hub CPU, replay)', entry: 'benchStreamV2' },
+  { file: './stream-v2-wire', title: 'stream v2 over sockets beside v1 (CPU per message, bytes on the wire, gzip/zstd)', entry: 'benchStreamV2Wire' },
   { file: './fanout-raw', title: 'fanout per delivered message (raw HTTP/2 load client)', entry: 'benchFanoutRaw' },
   { file: './billing', title: 'billing', entry: 'benchBilling' },
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },

@@ -46,7 +46,7 @@ export type ChildRequest = { type: 'usage'; gc?: boolean } | { type: 'close' } |
 
 export type ChildReply =
   | { type: 'ready'; address: string }
-  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; now: { rssMb: number; heapMb: number; externalMb: number }; stats: unknown; latency: LatencyCounts }
+  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; now: { rssMb: number; heapMb: number; externalMb: number }; stats: unknown; latency: LatencyCounts; v2?: unknown }
   | { type: 'fed'; published: number; elapsedMs: number; lateMs?: number; publishMs?: number }
   | { type: 'error'; message: string };
 
@@ -108,7 +108,7 @@ async function startOne(cc: ChildConfig): Promise<One> {
       const cpu = process.cpuUsage();
       const mem = process.memoryUsage();
       const now = { rssMb: mem.rss / 2 ** 20, heapMb: mem.heapUsed / 2 ** 20, externalMb: mem.external / 2 ** 20 };
-      const r: UsageReply = { type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssMb: Math.max(peakRss, mem.rss) / 2 ** 20, heapMb: Math.max(peakHeap, mem.heapUsed) / 2 ** 20, now, stats: fanout.stats(), latency: { buckets: fanoutMetrics.latencyMs.buckets, counts: [...fanoutMetrics.latencyMs.counts], count: fanoutMetrics.latencyMs.count } };
+      const r: UsageReply = { type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssMb: Math.max(peakRss, mem.rss) / 2 ** 20, heapMb: Math.max(peakHeap, mem.heapUsed) / 2 ** 20, now, stats: fanout.stats(), v2: fanout.v2Stats(), latency: { buckets: fanoutMetrics.latencyMs.buckets, counts: [...fanoutMetrics.latencyMs.counts], count: fanoutMetrics.latencyMs.count } };
       peakRss = 0;
       peakHeap = 0;
       return r;

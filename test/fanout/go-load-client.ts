@@ -16,6 +16,8 @@ export interface GoLoadStats {
   received: number;
   /** Every message, pongs and pings included. */
   messages: number;
+  /** DATA payload bytes read (gRPC prefixes and messages as they came). */
+  bytes: number;
   /** Latency samples since `record on`; p50/p99 are 10 µs bucket upper bounds, null without samples. */
   samples: number;
   p50: number | null;
@@ -32,6 +34,17 @@ export interface GoLoadStats {
   sysMs: number;
   /** The last non-OK status or connection error seen, '' when none. */
   status: string;
+}
+
+/** Streams other than v1's: the v2 path, its update layout, several request frames per stream, an encoding. */
+export interface GoLoadOptions {
+  path?: string;
+  /** Responses are meridian.stream.v2 SubscribeUpdates. */
+  v2?: boolean;
+  /** `requests` holds this many consecutive frames per stream (default 1). */
+  framesPerStream?: number;
+  /** Sent as grpc-accept-encoding (gzip is decoded; zstd messages are counted, not decoded). */
+  acceptEncoding?: string;
 }
 
 type Line = { type: string; message?: string } & Record<string, unknown>;
@@ -57,12 +70,18 @@ export class GoLoadClient {
    * Builds (if needed) and starts the client: `requests[i]` (one gRPC-framed SubscribeRequest) goes on stream i,
    * on connection i % connections. Resolves once every connection is open and every request sent.
    */
-  static async start(address: string, connections: number, requests: readonly Buffer[]): Promise<GoLoadClient> {
+  static async start(address: string, connections: number, requests: readonly Buffer[], opts: GoLoadOptions = {}): Promise<GoLoadClient> {
     const bin = await ensureGoLoadClient();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fanout-loadclient-'));
     const file = path.join(dir, 'requests.bin');
     fs.writeFileSync(file, Buffer.concat(requests));
-    const child = spawn(bin, ['-addr', address, '-conns', String(connections), '-requests', file], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const more = [
+      ...(opts.path === undefined ? [] : ['-path', opts.path]),
+      ...(opts.v2 === true ? ['-v2'] : []),
+      ...(opts.framesPerStream === undefined ? [] : ['-frames-per-stream', String(opts.framesPerStream)]),
+      ...(opts.acceptEncoding === undefined ? [] : ['-accept-encoding', opts.acceptEncoding]),
+    ];
+    const child = spawn(bin, ['-addr', address, '-conns', String(connections), '-requests', file, ...more], { stdio: ['pipe', 'pipe', 'inherit'] });
     const c = new GoLoadClient(child, dir);
     await new Promise<void>((resolve, reject) => {
       c.pending.push({ resolve: () => resolve(), reject }); // the first line: connected (or error)

@@ -46,6 +46,7 @@ const stampOff = 0
 
 var (
 	received   atomic.Uint64 // messages carrying a publish stamp (transactions)
+	dataBytes  atomic.Uint64 // DATA payload bytes read (gRPC prefixes and messages as they came: the wire's bulk)
 	messages   atomic.Uint64 // every message (pongs, pings, slots too)
 	pongs      atomic.Int64  // streams that got their first message
 	ended      atomic.Int64  // streams closed by trailers or RST_STREAM
@@ -57,8 +58,12 @@ var (
 	totalStr   int64
 	statusMu   sync.Mutex
 	lastStatus string // the last non-OK grpc-status / error seen, for the stats line
-	outMu      sync.Mutex
-	out        = bufio.NewWriter(os.Stdout)
+	// -v2: responses are meridian.stream.v2 SubscribeUpdates (the stamp is inside transaction.decoded);
+	// -accept-encoding: sent as grpc-accept-encoding, and how a message with the compressed flag is read.
+	v2Mode    bool
+	acceptEnc string
+	outMu     sync.Mutex
+	out       = bufio.NewWriter(os.Stdout)
 )
 
 func emit(v map[string]any) {
@@ -84,6 +89,23 @@ func nowMs() float64 {
 // publishStamp is publishStamp() of test/bench/fanout.ts: SubscribeResponse bytes -> the f64 stamp at the start
 // of signatures[0] (field 6) of the transaction (field 3), or false (pongs, pings, slots). Bounds-checked.
 func publishStamp(b []byte) (float64, bool) {
+	if v2Mode {
+		// meridian.stream.v2 SubscribeUpdate: transaction (field 5) → decoded (field 3) is the v1
+		// SubscribeResponseTransaction, whose first signatures entry carries the stamp.
+		tx, ok := lenField(b, 0x2a)
+		if !ok {
+			return 0, false
+		}
+		dec, ok := lenField(tx, 0x1a)
+		if !ok {
+			return 0, false
+		}
+		sig, ok := lenField(dec, 0x32)
+		if !ok || len(sig) < stampOff+8 {
+			return 0, false
+		}
+		return math.Float64frombits(binary.LittleEndian.Uint64(sig[stampOff:])), true
+	}
 	o := 0
 	varint := func() (uint64, bool) {
 		var v uint64
@@ -144,6 +166,54 @@ func publishStamp(b []byte) (float64, bool) {
 		return 0, false
 	}
 	return 0, false
+}
+
+// lenField: the first length-delimited field with this tag byte in a protobuf message, bounds-checked.
+func lenField(b []byte, want byte) ([]byte, bool) {
+	o := 0
+	varint := func() (uint64, bool) {
+		var v uint64
+		var s uint
+		for o < len(b) {
+			x := b[o]
+			o++
+			v |= uint64(x&0x7f) << s
+			if x < 0x80 {
+				return v, true
+			}
+			s += 7
+			if s > 63 {
+				return 0, false
+			}
+		}
+		return 0, false
+	}
+	for o < len(b) {
+		tag := b[o]
+		o++
+		switch tag & 7 {
+		case 0:
+			if _, ok := varint(); !ok {
+				return nil, false
+			}
+		case 1:
+			o += 8
+		case 5:
+			o += 4
+		case 2:
+			l, ok := varint()
+			if !ok || l > uint64(len(b)-o) {
+				return nil, false
+			}
+			if tag == want {
+				return b[o : o+int(l)], true
+			}
+			o += int(l)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 func record(ms float64) {
@@ -249,6 +319,9 @@ func main() {
 	conns := flag.Int("conns", 1, "connections; stream i goes on connection i % conns")
 	reqPath := flag.String("requests", "", "file of gRPC-framed SubscribeRequests (5-byte prefix + body), one per stream")
 	path := flag.String("path", "/arpc.StreamService/Subscribe", "request path")
+	perStream := flag.Int("frames-per-stream", 1, "consecutive gRPC frames of -requests that make one stream's requests")
+	flag.BoolVar(&v2Mode, "v2", false, "responses are meridian.stream.v2 SubscribeUpdates")
+	flag.StringVar(&acceptEnc, "accept-encoding", "", "grpc-accept-encoding to send (gzip is decoded; zstd messages are counted, not decoded)")
 	flag.Parse()
 	fail := func(err error) {
 		emit(map[string]any{"type": "error", "message": err.Error()})
@@ -258,8 +331,19 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	if *addr == "" || *conns < 1 || len(reqs) == 0 {
-		fail(errors.New("need -addr, -conns >= 1 and at least one request"))
+	if *addr == "" || *conns < 1 || len(reqs) == 0 || *perStream < 1 || len(reqs)%*perStream != 0 {
+		fail(errors.New("need -addr, -conns >= 1 and at least one request (a whole number of -frames-per-stream)"))
+	}
+	if *perStream > 1 {
+		grouped := make([][]byte, 0, len(reqs) / *perStream)
+		for i := 0; i < len(reqs); i += *perStream {
+			var b []byte
+			for _, r := range reqs[i : i+*perStream] {
+				b = append(b, r...)
+			}
+			grouped = append(grouped, b)
+		}
+		reqs = grouped
 	}
 	if runtime.GOMAXPROCS(0) < 2 {
 		runtime.GOMAXPROCS(2) // the loop holds one P while it waits in epoll (conn.go); the command reader needs another
@@ -304,7 +388,7 @@ func main() {
 			st := lastStatus
 			statusMu.Unlock()
 			line := map[string]any{
-				"type": cmd, "received": received.Load(), "messages": messages.Load(), "samples": samples.Load(),
+				"type": cmd, "received": received.Load(), "messages": messages.Load(), "samples": samples.Load(), "bytes": dataBytes.Load(),
 				"pongs": pongs.Load(), "streams": totalStr, "ended": ended.Load(), "connErrors": connErrors.Load(),
 				"cpuMs": nullable(user + sys), "userMs": nullable(user), "sysMs": nullable(sys), "nowMs": nowMs(), "status": st,
 			}
