@@ -2,6 +2,9 @@ import type { Bus } from '../bus/bus';
 import { asListenError } from '../infra/base/config-read';
 import { metrics, type Gauge, type Histogram, type Registry } from '../infra/base/metrics';
 import type { Log } from '../infra/base/log';
+import { encodeSlotStatusRecord, SlotStatusSource } from '../bus/topics/stream-slot-status';
+import { slotKey } from '../bus/topics/stream-slots';
+import { watchChainSlots, type ChainWatch } from './chain-watch';
 import type { IngestConfig } from './config';
 import { leaderKeysFor, type RpcCall } from './leader-schedule';
 import { Pipeline, type PipelineStats } from './pipeline';
@@ -19,6 +22,8 @@ export interface IngestStats {
   pipeline: PipelineStats;
   publisher: PublisherStats;
   sizes: ReturnType<Pipeline['sizes']>;
+  slotStatuses: ReturnType<Pipeline['slotStatusCounts']>;
+  chain?: ReturnType<ChainWatch['stats']>;
 }
 
 export interface RunningIngest {
@@ -46,8 +51,9 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
 
   const latency: Histogram = registry.histogram('meridian_ingest_publish_latency_ms', 'Last set of a batch completed → its produce resolved');
   const publisher = new Publisher(bus, { maxItems: cfg.publishQueueBatches, log });
+  const topics = extras.topics ?? DEFAULT_TOPICS;
   const pipeline = new Pipeline({
-    sink: publishSink(publisher, { topics: extras.topics ?? DEFAULT_TOPICS, onLatency: (ms) => latency.observe(ms) }),
+    sink: publishSink(publisher, { topics, onLatency: (ms) => latency.observe(ms) }),
     shredVersion: cfg.shredVersion,
     leaders,
     slotWindow: cfg.slotWindow,
@@ -66,6 +72,20 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
     throw asListenError(e, 'ingest.listen');
   }
   const rx = receiver;
+  // The chain node's statuses go through the same publisher as ingest's own: one queue, one partition, one order.
+  const statusTopic = topics.slotStatus;
+  let chain: ChainWatch | undefined;
+  const node = cfg.chain;
+  if (node !== undefined && node.wsUrl !== '' && statusTopic !== undefined) {
+    chain = watchChainSlots({
+      wsUrl: node.wsUrl,
+      rpcUrl: node.rpcUrl,
+      confirmedPollMs: node.confirmedPollMs,
+      log,
+      emit: (e) => publisher.offer({ topic: statusTopic, records: [{ key: slotKey(e.slot), value: encodeSlotStatusRecord({ ...e, source: SlotStatusSource.chain, reason: '' }) }] }),
+    });
+    log.info({ confirmedPoll: node.rpcUrl !== '' }, 'ingest publishes the chain node\'s slot statuses (processed, confirmed, finalized)');
+  }
   const gauges: Gauge[] = [
     registry.gauge('meridian_ingest_publish_queue_batches', 'Batches waiting to be produced', undefined, () => publisher.length),
     registry.gauge('meridian_ingest_publish_queue_drops', 'Batches dropped because the publish queue was full', undefined, () => publisher.stats().queueDrops),
@@ -77,9 +97,10 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
   return {
     address: rx.address,
     recvBufferBytes: rx.recvBufferBytes,
-    stats: () => ({ receiver: rx.stats(), pipeline: pipeline.stats(), publisher: publisher.stats(), sizes: pipeline.sizes() }),
+    stats: () => ({ receiver: rx.stats(), pipeline: pipeline.stats(), publisher: publisher.stats(), sizes: pipeline.sizes(), slotStatuses: pipeline.slotStatusCounts(), ...(chain === undefined ? {} : { chain: chain.stats() }) }),
     close() {
       closing ??= (async () => {
+        chain?.close();
         await rx.close(); // hands over what is queued
         await publisher.close();
         leaders.close();
