@@ -38,6 +38,8 @@ export interface ChainStatusConfig {
   /** JSON-RPC over HTTP, polled with getSlot at confirmed; '' = CONFIRMED only when a slot is rooted. */
   rpcUrl: string;
   confirmedPollMs: number;
+  /** How long a chain status waits for ingest to decode its slot before it is published anyway (chain-hold.ts). */
+  holdMs: number;
 }
 
 export function parseIngestConfig(raw: unknown): IngestConfig {
@@ -83,5 +85,5 @@ function parseChainStatus(raw: unknown, p: string): ChainStatusConfig {
   if (wsUrl !== '' && !/^wss?:\/\//.test(wsUrl)) throw new ConfigError(`${p}.wsUrl: a ws:// or wss:// URL`);
   if (rpcUrl !== '' && !/^https?:\/\//.test(rpcUrl)) throw new ConfigError(`${p}.rpcUrl: an http:// or https:// URL`);
   if (rpcUrl !== '' && wsUrl === '') throw new ConfigError(`${p}.rpcUrl: set ${p}.wsUrl too (the slot notifications come from the WebSocket)`);
-  return { wsUrl, rpcUrl, confirmedPollMs: int(o, 'confirmedPollMs', p, 400, 50, 60_000) };
+  return { wsUrl, rpcUrl, confirmedPollMs: int(o, 'confirmedPollMs', p, 400, 50, 60_000), holdMs: int(o, 'holdMs', p, 1000, 0, 60_000) };
 }

@@ -391,6 +391,9 @@ export class V2Hub {
     this.timeline.add({ slot: r.slot, partition: p, offset: o, appendedAtMs: m.timestamp });
     if (o < (this.slotsLiveFrom[p] ?? 0)) return;
     if (r.slot > this.newest) this.newest = r.slot;
+    // With the status topic, every status comes from there (ingest writes the first shred there too): one
+    // partition in the order ingest derived them, so a resume reproduces exactly what an uninterrupted stream got.
+    if (this.position.has(TopicTag.slotStatus)) return this.afterRecord();
     let shared: Buffer | undefined;
     let cursor: Buffer | undefined;
     for (const s of this.sessions) {
@@ -563,6 +566,7 @@ export class V2Hub {
       const c = cursor();
       return void s.deliverSlot(encodeSlotShared(c, this.now(), st.slot, st.status, st.observedAtMs, st.reason), c, true);
     }
+    if (this.position.has(TopicTag.slotStatus)) return; // statuses come from the status topic (see processSlot)
     const sr = decodeSlotRecord(r.value);
     if (sr === null || sr.slot < s.minSlot || !s.admitSlotStatus(sr.slot, SlotStatusCode.firstShredReceived)) return;
     const c = cursor();

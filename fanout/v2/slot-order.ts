@@ -1,8 +1,8 @@
 import { SLOT_STATUS_RANK, SlotStatusCode } from '../../bus/topics/stream-slot-status';
 
-// "Each status once per slot, in order" for one v2 stream. The bus may repeat a status (redundant ingest; the first
-// shred arrives on both stream.slots and stream.slot-status; a chain watcher that reconnected) or carry one after a
-// later one (the chain node processed a slot before ingest's last shred arrived; two topics read side by side), so
+// "Each status once per slot, in order" for one v2 stream. The bus may repeat a status (redundant ingest; an ingest
+// restart, or its tracker's cap, announcing a slot again) or carry one after a later one (the chain node processed
+// a slot before ingest's last shred arrived), so
 // each stream remembers, per slot, the rank of the last status it was sent (SLOT_STATUS_RANK) and lets through only
 // a higher one. DEAD ends a slot, and is not sent once the slot is CONFIRMED or FINALIZED (the cluster settled it).
 //
