@@ -110,6 +110,8 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
     registry.gauge('meridian_ingest_udp_queue_packets', 'Packets waiting between the socket and the pipeline', undefined, () => rx.stats().queued),
     registry.gauge('meridian_ingest_udp_queue_drops', 'Packets dropped because the receive queue was full', undefined, () => rx.stats().queueDrops),
     registry.gauge('meridian_ingest_udp_recv_buffer_bytes', 'SO_RCVBUF as reported by the kernel', undefined, () => rx.recvBufferBytes),
+    registry.gauge('meridian_ingest_slot_status_slots', 'Slots whose statuses the tracker holds (capped at 2 x slotWindow + 64)', undefined, () => pipeline.sizes().statusSlots),
+    registry.gauge('meridian_ingest_chain_statuses_held', 'Chain node statuses waiting for ingest to decode their slot', undefined, () => hold?.size ?? 0),
   ];
   let closing: Promise<void> | null = null;
   return {
