@@ -8,7 +8,7 @@ import { kafkaBrokers } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
 import { waitFor } from '../support/wait';
 
-// The local chain end to end: its leader shreds every slot to ingest (leader-signature check on), ingest derives
+// The local chain end to end, with demo traffic: its leader shreds every slot to ingest (leader-signature check on), ingest derives
 // first shred / completed / decoded from the shreds and takes processed / confirmed / finalized from the chain's
 // slotSubscribe (and getSlot at confirmed), all on stream.slot-status; a v2 client with slots on gets each status
 // once per slot, in the ladder's order. A client resuming from a cursor taken mid-stream — and from the same cursor
@@ -71,6 +71,8 @@ for (const busKind of ['embedded', 'kafka'] as const) {
         localchain: { enabled: true, listen: '127.0.0.1:0', slotMs: 400 },
         ingest: { listen: '127.0.0.1:0' },
         fanout: { listen: '127.0.0.1:0' },
+        // Demo transfers: slots of several entry batches (flushed mid-slot), not only the final tick batch.
+        demo: { enabled: true, txPerSec: 50 },
       });
       running = await launch(cfg, log);
       const stream = running.endpoints.stream!;
