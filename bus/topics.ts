@@ -4,6 +4,7 @@ import type { TopicSpec } from './bus';
 export const TOPIC = {
   streamTransactions: 'stream.transactions',
   streamSlots: 'stream.slots',
+  streamSlotStatus: 'stream.slot-status',
   usageEvents: 'usage.events',
   submitTraces: 'submit.traces',
   rentals: 'rentals',
@@ -21,6 +22,7 @@ export function defaultTopicSpecs(partitions: { stream?: number; usage?: number 
   return [
     { name: TOPIC.streamTransactions, partitions: partitions.stream ?? 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.streamSlots, partitions: 1, compacted: false, retentionMs: HOUR_MS },
+    { name: TOPIC.streamSlotStatus, partitions: 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.usageEvents, partitions: partitions.usage ?? 3, compacted: false, retentionMs: 7 * 24 * HOUR_MS },
     { name: TOPIC.submitTraces, partitions: 3, compacted: false, retentionMs: retention.submitTracesMs ?? SUBMIT_TRACES_RETENTION_MS },
     { name: TOPIC.rentals, partitions: 1, compacted: true },

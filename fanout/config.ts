@@ -51,7 +51,12 @@ export interface FanoutConfig {
    */
   transport: 'h2' | 'grpc-js';
   /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
-  topics: { transactions: string; slots: string };
+  /**
+   * slotStatus: stream.slot-status, read by v2 for slot statuses past the first shred; '' = not read. It defaults to
+   * the standard name only when `slots` has its standard name too (a deployment or test that renames its topics
+   * names this one as well, rather than reading another's).
+   */
+  topics: { transactions: string; slots: string; slotStatus: string };
   /**
    * Processes serving subscribers on the one listen port (node:cluster), each reading the bus itself and holding
    * the per-process budgets above. 0 ("auto" in the file) = one per core. More than one needs the Kafka bus.
@@ -172,6 +177,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     topics: {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
+      slotStatus: str(t, 'slotStatus', `${p}.topics`, str(t, 'slots', `${p}.topics`, TOPIC.streamSlots) === TOPIC.streamSlots ? TOPIC.streamSlotStatus : ''),
     },
     workers: workerCount(o, p),
     lookupTables: parseLookupTables(o.lookupTables, `${p}.lookupTables`),

@@ -48,6 +48,18 @@ function maxRequestBytes(cfg: FanoutConfig): number {
 }
 
 /** A host as it goes before `:port` (IPv6 in brackets). */
+/** `topic` when it is named and exists on the bus, else '' (logged: v2 then serves first-shred statuses only). */
+async function presentTopic(bus: Bus, topic: string, log: Log): Promise<string> {
+  if (topic === '') return '';
+  try {
+    await bus.endOffsets(topic);
+    return topic;
+  } catch (e) {
+    log.warn({ topic, err: e instanceof Error ? e.message : String(e) }, 'slot status topic not readable: v2 serves first-shred slot statuses only');
+    return '';
+  }
+}
+
 function hostForUrl(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
@@ -91,7 +103,11 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     const txEnds = await bus.endOffsets(txTopic);
     const slotEnds = await bus.endOffsets(slotsTopic);
     const slotStarts = v2 === undefined ? slotEnds : await bus.startOffsets(slotsTopic);
-    v2?.init(txEnds, slotStarts, slotEnds);
+    // v2 also reads the slot statuses (stream.slot-status) when configured and the topic exists; without it v2
+    // serves first-shred statuses only, as before the topic existed.
+    const statusTopic = v2 === undefined ? '' : await presentTopic(bus, cfg.topics.slotStatus, log);
+    const statusEnds = statusTopic === '' ? undefined : await bus.endOffsets(statusTopic);
+    v2?.init(txEnds, slotStarts, slotEnds, statusEnds);
     const onBatch = (messages: BusMessage[]): void => {
       if (v2 === undefined) return hub.onBatch(messages);
       const first = messages[0];
@@ -99,9 +115,12 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
       for (const m of messages) {
         if (m.topic === txTopic) v2.onTransaction(m);
         else if (m.topic === slotsTopic) v2.onSlot(m);
+        else if (m.topic === statusTopic) v2.onSlotStatus(m);
       }
     };
-    consumer = await bus.consume({ topics: [txTopic, slotsTopic], from: { offsets: new Map([[txTopic, txEnds], [slotsTopic, slotStarts]]) }, onBatch });
+    const offsets = new Map([[txTopic, txEnds], [slotsTopic, slotStarts]]);
+    if (statusEnds !== undefined) offsets.set(statusTopic, statusEnds);
+    consumer = await bus.consume({ topics: [...offsets.keys()], from: { offsets }, onBatch });
     await consumer.ready;
   } catch (e) {
     hub.close();

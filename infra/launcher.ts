@@ -173,7 +173,9 @@ const LOCAL_LEADER_REFRESH_MS = 60_000;
 
 /** Ingest fed by the local chain checks every shred's leader signature against the chain's own schedule (the production path). */
 function ingestFedBy(chain: LocalChain, cfg: IngestConfig): IngestConfig {
-  return { ...cfg, shredVersion: chain.shredVersion, leader: { mode: 'rpc', rpcUrl: chain.httpUrl, refreshMs: LOCAL_LEADER_REFRESH_MS } };
+  // Its slot notifications become processed/confirmed/finalized statuses, unless ingest.chain names another node.
+  const node = cfg.chain !== undefined && cfg.chain.wsUrl !== '' ? cfg.chain : { wsUrl: chain.wsUrl, rpcUrl: chain.httpUrl, confirmedPollMs: cfg.chain?.confirmedPollMs ?? 400, holdMs: cfg.chain?.holdMs ?? 1000 };
+  return { ...cfg, shredVersion: chain.shredVersion, leader: { mode: 'rpc', rpcUrl: chain.httpUrl, refreshMs: LOCAL_LEADER_REFRESH_MS }, chain: node };
 }
 
 // --- ingest: shreds in over UDP, entry batches and transactions out to the bus. It listens where its config

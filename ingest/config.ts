@@ -25,6 +25,21 @@ export interface IngestConfig {
   queuePackets: number;
   /** Entry batches waiting to be published; beyond it batches are dropped and counted. */
   publishQueueBatches: number;
+  /**
+   * A chain node whose slot notifications become processed/confirmed/finalized statuses on stream.slot-status
+   * (ingest/chain-watch.ts). Absent or wsUrl '' = none (the launcher fills in the local chain's when it runs one).
+   */
+  chain?: ChainStatusConfig;
+}
+
+export interface ChainStatusConfig {
+  /** PubSub WebSocket (slotSubscribe); '' = no chain statuses. */
+  wsUrl: string;
+  /** JSON-RPC over HTTP, polled with getSlot at confirmed; '' = CONFIRMED only when a slot is rooted. */
+  rpcUrl: string;
+  confirmedPollMs: number;
+  /** How long a chain status waits for ingest to decode its slot before it is published anyway (chain-hold.ts). */
+  holdMs: number;
 }
 
 export function parseIngestConfig(raw: unknown): IngestConfig {
@@ -59,5 +74,16 @@ export function parseIngestConfig(raw: unknown): IngestConfig {
     windowResetMs: int(o, 'windowResetMs', p, 10_000, 0, 3_600_000),
     queuePackets: int(o, 'queuePackets', p, 65_536, 16),
     publishQueueBatches: int(o, 'publishQueueBatches', p, 4096, 1),
+    chain: parseChainStatus(o.chain, `${p}.chain`),
   };
+}
+
+function parseChainStatus(raw: unknown, p: string): ChainStatusConfig {
+  const o = section(raw, p);
+  const wsUrl = optStr(o, 'wsUrl', p) ?? '';
+  const rpcUrl = optStr(o, 'rpcUrl', p) ?? '';
+  if (wsUrl !== '' && !/^wss?:\/\//.test(wsUrl)) throw new ConfigError(`${p}.wsUrl: a ws:// or wss:// URL`);
+  if (rpcUrl !== '' && !/^https?:\/\//.test(rpcUrl)) throw new ConfigError(`${p}.rpcUrl: an http:// or https:// URL`);
+  if (rpcUrl !== '' && wsUrl === '') throw new ConfigError(`${p}.rpcUrl: set ${p}.wsUrl too (the slot notifications come from the WebSocket)`);
+  return { wsUrl, rpcUrl, confirmedPollMs: int(o, 'confirmedPollMs', p, 400, 50, 60_000), holdMs: int(o, 'holdMs', p, 1000, 0, 60_000) };
 }

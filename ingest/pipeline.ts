@@ -6,6 +6,7 @@ import { PARSE_REJECTS, type DropReason } from './shred/drop-reasons';
 import { FecResolver } from './shred/fec-resolver';
 import { VARIANT_OFF } from './shred/layout';
 import type { LeaderKeys } from './shred/leader-keys';
+import { SlotStatusTracker, type SlotStatusEvent } from './slot-status';
 import type { DecodedTxn } from '../proto/txn/decode';
 import { TXN_REASON_CODES, type TxnReason } from '../proto/txn/reasons';
 
@@ -28,6 +29,8 @@ export interface PipelineSink {
   batch(out: BatchOutput): void;
   /** A slot's first verified shred (spec/shreds.md §4). */
   slot(slot: bigint, firstSeenMs: number): void;
+  /** A status the shreds show for a slot (slot-status.ts): each at most once per slot, in order. */
+  slotStatus?(e: SlotStatusEvent): void;
 }
 
 export interface PipelineOptions {
@@ -40,6 +43,8 @@ export interface PipelineOptions {
   /** Quiet time after which traffic outside the slot window re-anchors every stage (default 10 s). */
   windowResetMs?: number;
   maxPendingSets?: number;
+  /** Slots whose statuses are tracked at once (default 2 × slotWindow + 64). */
+  maxStatusSlots?: number;
   /** Counters go here as meridian_ingest_* series (the process registry in production; none in tests). */
   registry?: Registry;
   log?: Log;
@@ -105,6 +110,7 @@ function pipelineCounters(r: Registry | undefined) {
 export class Pipeline {
   private readonly resolver: FecResolver;
   private readonly reassembler: BatchReassembler<BatchDecode>;
+  private readonly statuses: SlotStatusTracker;
   private readonly sink: PipelineSink;
   private readonly log: Log | undefined;
   private readonly warnEveryMs: number;
@@ -123,16 +129,29 @@ export class Pipeline {
     this.log = opts.log;
     this.warnEveryMs = opts.warnEveryMs ?? 10_000;
     const slotWindow = opts.slotWindow ?? 512;
+    const sink = this.sink;
+    this.statuses = new SlotStatusTracker({
+      maxSlots: opts.maxStatusSlots ?? 2 * slotWindow + 64,
+      emit: sink.slotStatus === undefined ? () => {} : (e) => sink.slotStatus!(e),
+      registry: r,
+    });
     this.resolver = new FecResolver({
       leaders: opts.leaders ?? null,
       shredVersion: opts.shredVersion ?? null,
       slotWindow,
       windowResetMs: opts.windowResetMs,
       registry: r,
-      onNewSlot: (slot, ms) => this.sink.slot(slot, ms),
+      onNewSlot: (slot, ms) => {
+        this.sink.slot(slot, ms);
+        this.statuses.firstShred(slot, ms);
+      },
       // The reassembler keeps its own window and per-slot marks: re-anchor it with the resolver, or a feed that
-      // moved below the old window completes sets that reassembly then drops as stale (a cluster restart).
-      onWindowReset: () => this.reassembler.reset(),
+      // moved below the old window completes sets that reassembly then drops as stale (a cluster restart). The
+      // status tracker too: after a restart slot numbers repeat with other content.
+      onWindowReset: () => {
+        this.reassembler.reset();
+        this.statuses.reset();
+      },
     });
     this.reassembler = new BatchReassembler<BatchDecode>({ slotWindow, maxPendingSets: opts.maxPendingSets, decode: decodeEntryBatch });
   }
@@ -144,8 +163,13 @@ export class Pipeline {
       if (out.kind === 'rejected' && PARSE_REJECT_SET.has(out.reason)) return;
       this.countVariant(packet[VARIANT_OFF]!);
       if (out.kind === 'completes') {
-        for (const r of this.reassembler.push(out.set)) this.emit(r.batch, r.decoded);
+        this.statuses.setCompleted(out.set, arrivalMs);
+        for (const r of this.reassembler.push(out.set)) {
+          this.emit(r.batch, r.decoded);
+          this.statuses.batch(r.batch, r.decoded.ok, arrivalMs);
+        }
       } else if (out.kind === 'equivocation') {
+        this.statuses.equivocation(BigInt(out.slot), out.fecSetIndex, arrivalMs);
         this.warn({ slot: out.slot, fecSetIndex: out.fecSetIndex }, 'equivocation: a second signed root for an FEC set');
       }
     } catch (e) {
@@ -227,10 +251,15 @@ export class Pipeline {
   }
 
   /** State sizes, for bounds checks (fuzz tests) and gauges. */
-  sizes(): { inProgressSets: number; completedSetsHeld: number; reassemblySlots: number; pendingSets: number } {
+  sizes(): { inProgressSets: number; completedSetsHeld: number; reassemblySlots: number; pendingSets: number; statusSlots: number } {
     const rs = this.resolver.stats();
     const a = this.reassembler.sizes();
-    return { inProgressSets: rs.inProgressSets, completedSetsHeld: rs.completedSetsHeld, reassemblySlots: a.slots, pendingSets: a.pendingSets };
+    return { inProgressSets: rs.inProgressSets, completedSetsHeld: rs.completedSetsHeld, reassemblySlots: a.slots, pendingSets: a.pendingSets, statusSlots: this.statuses.size };
+  }
+
+  /** Slot statuses derived so far, by status (and the tracker's evictions and decode failures). */
+  slotStatusCounts(): ReturnType<SlotStatusTracker['counts']> {
+    return this.statuses.counts();
   }
 }
 

@@ -2,6 +2,10 @@ import type { Bus } from '../bus/bus';
 import { asListenError } from '../infra/base/config-read';
 import { metrics, type Gauge, type Histogram, type Registry } from '../infra/base/metrics';
 import type { Log } from '../infra/base/log';
+import { encodeSlotStatusRecord, SlotStatusCode, SlotStatusSource } from '../bus/topics/stream-slot-status';
+import { slotKey } from '../bus/topics/stream-slots';
+import { ChainStatusHold } from './chain-hold';
+import { watchChainSlots, type ChainWatch } from './chain-watch';
 import type { IngestConfig } from './config';
 import { leaderKeysFor, type RpcCall } from './leader-schedule';
 import { Pipeline, type PipelineStats } from './pipeline';
@@ -19,6 +23,8 @@ export interface IngestStats {
   pipeline: PipelineStats;
   publisher: PublisherStats;
   sizes: ReturnType<Pipeline['sizes']>;
+  slotStatuses: ReturnType<Pipeline['slotStatusCounts']>;
+  chain?: ReturnType<ChainWatch['stats']> & { held: number; timedOut: number };
 }
 
 export interface RunningIngest {
@@ -46,8 +52,31 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
 
   const latency: Histogram = registry.histogram('meridian_ingest_publish_latency_ms', 'Last set of a batch completed → its produce resolved');
   const publisher = new Publisher(bus, { maxItems: cfg.publishQueueBatches, log });
+  const topics = extras.topics ?? DEFAULT_TOPICS;
+  const statusTopic = topics.slotStatus;
+  const node = cfg.chain;
+  // The chain node's statuses go through the same publisher as ingest's own (one queue, one partition, one order),
+  // each after ingest decoded its slot or a hold time passed (chain-hold.ts).
+  const hold =
+    node === undefined || node.wsUrl === '' || statusTopic === undefined
+      ? undefined
+      : new ChainStatusHold({
+          holdMs: node.holdMs,
+          maxHeld: 4096,
+          release: (e) => publisher.offer({ topic: statusTopic, records: [{ key: slotKey(e.slot), value: encodeSlotStatusRecord({ ...e, source: SlotStatusSource.chain, reason: '' }) }] }),
+        });
+  const sink = publishSink(publisher, { topics, onLatency: (ms) => latency.observe(ms) });
   const pipeline = new Pipeline({
-    sink: publishSink(publisher, { topics: extras.topics ?? DEFAULT_TOPICS, onLatency: (ms) => latency.observe(ms) }),
+    sink:
+      hold === undefined || sink.slotStatus === undefined
+        ? sink
+        : {
+            ...sink,
+            slotStatus: (e) => {
+              sink.slotStatus!(e);
+              if (e.status === SlotStatusCode.decoded || e.status === SlotStatusCode.dead) hold.ingestDone(e.slot);
+            },
+          },
     shredVersion: cfg.shredVersion,
     leaders,
     slotWindow: cfg.slotWindow,
@@ -66,20 +95,34 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
     throw asListenError(e, 'ingest.listen');
   }
   const rx = receiver;
+  let chain: ChainWatch | undefined;
+  let holdTimer: NodeJS.Timeout | undefined;
+  if (hold !== undefined && node !== undefined) {
+    const h = hold;
+    chain = watchChainSlots({ wsUrl: node.wsUrl, rpcUrl: node.rpcUrl, confirmedPollMs: node.confirmedPollMs, log, emit: (e) => h.offer(e) });
+    holdTimer = setInterval(() => h.tick(), Math.max(10, Math.min(100, node.holdMs / 4)));
+    holdTimer.unref();
+    log.info({ confirmedPoll: node.rpcUrl !== '' }, 'ingest publishes the chain node\'s slot statuses (processed, confirmed, finalized)');
+  }
   const gauges: Gauge[] = [
     registry.gauge('meridian_ingest_publish_queue_batches', 'Batches waiting to be produced', undefined, () => publisher.length),
     registry.gauge('meridian_ingest_publish_queue_drops', 'Batches dropped because the publish queue was full', undefined, () => publisher.stats().queueDrops),
     registry.gauge('meridian_ingest_udp_queue_packets', 'Packets waiting between the socket and the pipeline', undefined, () => rx.stats().queued),
     registry.gauge('meridian_ingest_udp_queue_drops', 'Packets dropped because the receive queue was full', undefined, () => rx.stats().queueDrops),
     registry.gauge('meridian_ingest_udp_recv_buffer_bytes', 'SO_RCVBUF as reported by the kernel', undefined, () => rx.recvBufferBytes),
+    registry.gauge('meridian_ingest_slot_status_slots', 'Slots whose statuses the tracker holds (capped at 2 x slotWindow + 64)', undefined, () => pipeline.sizes().statusSlots),
+    registry.gauge('meridian_ingest_chain_statuses_held', 'Chain node statuses waiting for ingest to decode their slot', undefined, () => hold?.size ?? 0),
   ];
   let closing: Promise<void> | null = null;
   return {
     address: rx.address,
     recvBufferBytes: rx.recvBufferBytes,
-    stats: () => ({ receiver: rx.stats(), pipeline: pipeline.stats(), publisher: publisher.stats(), sizes: pipeline.sizes() }),
+    stats: () => ({ receiver: rx.stats(), pipeline: pipeline.stats(), publisher: publisher.stats(), sizes: pipeline.sizes(), slotStatuses: pipeline.slotStatusCounts(), ...(chain === undefined || hold === undefined ? {} : { chain: { ...chain.stats(), held: hold.size, timedOut: hold.timedOut } }) }),
     close() {
       closing ??= (async () => {
+        chain?.close();
+        clearInterval(holdTimer);
+        hold?.flush();
         await rx.close(); // hands over what is queued
         await publisher.close();
         leaders.close();

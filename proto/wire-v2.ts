@@ -45,7 +45,7 @@ const HEARTBEAT_TAG = 0x4a;
 const FILTER_ACK_TAG = 0x52;
 const PONG_TAG = 0x5a;
 
-export const SlotStatus = { firstShredReceived: 1, completed: 2, processed: 3, confirmed: 4, finalized: 5, dead: 6 } as const;
+export const SlotStatus = { firstShredReceived: 1, completed: 2, processed: 3, confirmed: 4, finalized: 5, dead: 6, decoded: 7 } as const;
 export const GapReason = { slowConsumer: 1, retention: 2 } as const;
 export const FilterAckStatus = { ok: 0, invalid: 1, limitReached: 2, rateLimited: 3, unknownFilter: 4 } as const;
 export type FilterAckStatus = (typeof FilterAckStatus)[keyof typeof FilterAckStatus];
@@ -228,8 +228,9 @@ export function encodeLoadedBlock(block: Uint8Array, writableCount: number, unre
 }
 
 /** The shared part of a slot update. */
-export function encodeSlotShared(cursor: Uint8Array, createdAtMs: number, slot: bigint, status: number, observedAtMs: number): Buffer {
+export function encodeSlotShared(cursor: Uint8Array, createdAtMs: number, slot: bigint, status: number, observedAtMs: number, deadReason = ''): Buffer {
   const s = new Fields().u64(0x08, slot).varint(0x10, status).message(0x1a, timestamp(observedAtMs));
+  if (deadReason !== '') s.bytes(0x22, Buffer.from(deadReason, 'utf8'));
   return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(SLOT_TAG, s).toBuffer();
 }
 

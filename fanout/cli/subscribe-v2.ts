@@ -61,7 +61,9 @@ export function formatUpdate(u: SubscribeUpdate, opts: { json: boolean; verbose:
   if (u.hasSlot()) {
     const s = u.getSlot()!;
     const status = SLOT_STATUS.get(s.getStatus()) ?? String(s.getStatus());
-    return opts.json ? JSON.stringify({ seq, cursor, slot: s.getSlot(), status }) : `slot ${s.getSlot()} ${status}`;
+    const dead = s.getDeadReason();
+    if (opts.json) return JSON.stringify({ seq, cursor, slot: s.getSlot(), status, ...(dead === '' ? {} : { deadReason: dead }) });
+    return dead === '' ? `slot ${s.getSlot()} ${status}` : `slot ${s.getSlot()} ${status} (${dead})`;
   }
   if (u.hasGap()) {
     const g = u.getGap()!;

@@ -1,5 +1,6 @@
 import type { Bus, BusMessage, Consumer } from '../../bus/bus';
 import type { Rental } from '../../bus/topics/rentals';
+import { decodeSlotStatusRecord, SlotStatusCode } from '../../bus/topics/stream-slot-status';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord, SIGNATURE_SZ, type TxRecord } from '../../bus/topics/stream-transactions';
 import type { UsageSink } from '../../bus/usage-producer';
@@ -85,6 +86,8 @@ const HOLD_MAX_BYTES = 32 << 20;
 interface Held {
   m: BusMessage;
   tx: boolean;
+  /** A stream.slot-status record (tx false). */
+  status?: true;
   record: TxRecord | null;
   lookups: readonly TableLookup[] | null;
   loaded: LoadedAddresses | null;
@@ -190,9 +193,11 @@ export class V2Hub {
    * Where the fanout's reader starts: transactions at `txEnds` (live), slots at `slotsStarts` (the retained
    * history feeds the slot timeline; live slot updates begin at `slotsEnds`). Called once before any record.
    */
-  init(txEnds: Map<number, string>, slotsStarts: Map<number, string>, slotsEnds: Map<number, string>): void {
+  init(txEnds: Map<number, string>, slotsStarts: Map<number, string>, slotsEnds: Map<number, string>, statusEnds?: Map<number, string>): void {
     this.position.set(TopicTag.transactions, toArray(txEnds));
     this.position.set(TopicTag.slots, toArray(slotsStarts));
+    // The status topic, when the fanout reads one (fanout.topics.slotStatus, and the topic exists), from live.
+    if (statusEnds !== undefined) this.position.set(TopicTag.slotStatus, toArray(statusEnds));
     this.slotsLiveFrom = toArray(slotsEnds);
     this.cursorCache = null;
     this.refreshStarts();
@@ -293,6 +298,7 @@ export class V2Hub {
         this.held[this.heldHead++] = undefined; // processed: not kept alive by the queue
         this.heldBytes -= e.m.value?.length ?? 0;
         if (e.tx) this.processTx(e.m, e.record, e.lookups, e.loaded);
+        else if (e.status === true) this.processStatus(e.m);
         else this.processSlot(e.m);
       }
       if (this.heldHead === this.held.length) {
@@ -389,10 +395,14 @@ export class V2Hub {
     this.timeline.add({ slot: r.slot, partition: p, offset: o, appendedAtMs: m.timestamp });
     if (o < (this.slotsLiveFrom[p] ?? 0)) return;
     if (r.slot > this.newest) this.newest = r.slot;
+    // With the status topic, every status comes from there (ingest writes the first shred there too): one
+    // partition in the order ingest derived them, so a resume reproduces exactly what an uninterrupted stream got.
+    if (this.position.has(TopicTag.slotStatus)) return this.afterRecord();
     let shared: Buffer | undefined;
     let cursor: Buffer | undefined;
     for (const s of this.sessions) {
       if (!s.slots || !s.isLive || !s.aboveFloor(TopicTag.slots, p, o) || r.slot < s.minSlot) continue;
+      if (!s.admitSlotStatus(r.slot, SlotStatusCode.firstShredReceived)) continue;
       cursor ??= this.cursor();
       if (s.hasFloor) {
         const own = s.cursor();
@@ -402,6 +412,44 @@ export class V2Hub {
         }
       }
       shared ??= encodeSlotShared(cursor, this.now(), r.slot, SlotStatus.firstShredReceived, r.firstSeenMs);
+      s.deliverSlot(shared, cursor, false);
+    }
+    this.afterRecord();
+  }
+
+  /** A stream.slot-status record (bus/topics/stream-slot-status.ts), read only when the fanout has the topic. */
+  onSlotStatus(m: BusMessage): void {
+    if (this.heldHead === this.held.length) return this.processStatus(m);
+    this.hold({ m, tx: false, status: true, record: null, lookups: null, loaded: null, ready: true });
+  }
+
+  private processStatus(m: BusMessage): void {
+    const offs = this.position.get(TopicTag.slotStatus);
+    if (offs === undefined) return;
+    const p = m.partition;
+    const o = Number(m.offset);
+    if (o < (offs[p] ?? 0)) return;
+    if (o > (offs[p] ?? 0)) this.liveGap(TopicTag.slotStatus, p, offs[p] ?? 0, o);
+    offs[p] = o + 1;
+    this.cursorCache = null;
+    if (m.value === null) return;
+    const r = decodeSlotStatusRecord(m.value);
+    if (r === null) return;
+    if (r.slot > this.newest) this.newest = r.slot;
+    let shared: Buffer | undefined;
+    let cursor: Buffer | undefined;
+    for (const s of this.sessions) {
+      if (!s.slots || !s.isLive || !s.aboveFloor(TopicTag.slotStatus, p, o) || r.slot < s.minSlot) continue;
+      if (!s.admitSlotStatus(r.slot, r.status)) continue;
+      cursor ??= this.cursor();
+      if (s.hasFloor) {
+        const own = s.cursor();
+        if (own !== cursor) {
+          s.deliverSlot(encodeSlotShared(own, this.now(), r.slot, r.status, r.observedAtMs, r.reason), own, false);
+          continue;
+        }
+      }
+      shared ??= encodeSlotShared(cursor, this.now(), r.slot, r.status, r.observedAtMs, r.reason);
       s.deliverSlot(shared, cursor, false);
     }
     this.afterRecord();
@@ -446,13 +494,23 @@ export class V2Hub {
   // ---- replay ---------------------------------------------------------------------------------------------------
 
   private topicOf(tag: TopicTag): string {
+    if (tag === TopicTag.slotStatus) return this.cfg.topics.slotStatus;
     return tag === TopicTag.transactions ? this.cfg.topics.transactions : this.cfg.topics.slots;
+  }
+
+  private tagOf(topic: string): TopicTag {
+    if (topic === this.cfg.topics.transactions) return TopicTag.transactions;
+    return topic === this.cfg.topics.slots ? TopicTag.slots : TopicTag.slotStatus;
+  }
+
+  /** The stream topics this hub reads, in tag order (the status topic only when the fanout has it). */
+  private tags(): TopicTag[] {
+    return this.position.has(TopicTag.slotStatus) ? [TopicTag.transactions, TopicTag.slots, TopicTag.slotStatus] : [TopicTag.transactions, TopicTag.slots];
   }
 
   private async openReplay(from: Position, onBatch: (records: ReplayRecord[]) => Promise<void>): Promise<Consumer> {
     const offsets = new Map<string, Map<number, string>>();
     for (const [tag, offs] of from) offsets.set(this.topicOf(tag), new Map(offs.map((o, p) => [p, String(o)])));
-    const txTopic = this.cfg.topics.transactions;
     const c = await this.opts.bus.consume({
       topics: [...offsets.keys()],
       from: { offsets },
@@ -460,7 +518,7 @@ export class V2Hub {
       onBatch: (messages) =>
         onBatch(
           messages.map((m) => ({
-            tag: m.topic === txTopic ? TopicTag.transactions : TopicTag.slots,
+            tag: this.tagOf(m.topic),
             partition: m.partition,
             offset: Number(m.offset),
             key: m.key,
@@ -506,8 +564,15 @@ export class V2Hub {
       return new Promise<void>((resolve) => (wake = resolve));
     }
     if (!s.slots) return;
+    if (r.tag === TopicTag.slotStatus) {
+      const st = decodeSlotStatusRecord(r.value);
+      if (st === null || st.slot < s.minSlot || !s.admitSlotStatus(st.slot, st.status)) return;
+      const c = cursor();
+      return void s.deliverSlot(encodeSlotShared(c, this.now(), st.slot, st.status, st.observedAtMs, st.reason), c, true);
+    }
+    if (this.position.has(TopicTag.slotStatus)) return; // statuses come from the status topic (see processSlot)
     const sr = decodeSlotRecord(r.value);
-    if (sr === null || sr.slot < s.minSlot) return;
+    if (sr === null || sr.slot < s.minSlot || !s.admitSlotStatus(sr.slot, SlotStatusCode.firstShredReceived)) return;
     const c = cursor();
     s.deliverSlot(encodeSlotShared(c, this.now(), sr.slot, SlotStatus.firstShredReceived, sr.firstSeenMs), c, true);
   }
@@ -515,7 +580,7 @@ export class V2Hub {
   // ---- start resolution -------------------------------------------------------------------------------------------
 
   private async fetchOffsets(which: 'start' | 'end'): Promise<Position> {
-    const tags = [TopicTag.transactions, TopicTag.slots] as const;
+    const tags = this.tags();
     const got = await Promise.all(tags.map((t) => (which === 'start' ? this.opts.bus.startOffsets(this.topicOf(t)) : this.opts.bus.endOffsets(this.topicOf(t)))));
     return new Map(tags.map((t, i) => [t, toArray(got[i]!)]));
   }
@@ -578,6 +643,14 @@ export class V2Hub {
       if (!d.ok) return streamError('invalidStart', { why: `cursor: ${d.reason}` });
       const pos = d.position;
       if (!pos.has(TopicTag.slots)) pos.set(TopicTag.slots, this.livePosition().get(TopicTag.slots)!);
+      if (!this.position.has(TopicTag.slotStatus)) {
+        // This fanout does not read the status topic: that part of the cursor has nothing to resume here.
+        pos.delete(TopicTag.slotStatus);
+      } else if (!pos.has(TopicTag.slotStatus)) {
+        // A cursor from before the status topic (or from a fanout without it): place the status topic where the
+        // cursor's slots position was appended, so the statuses of the slots it has not seen yet are replayed.
+        pos.set(TopicTag.slotStatus, await this.statusPositionFor(pos.get(TopicTag.slots)!));
+      }
       // The bus's end offsets only matter for a cursor ahead of this hub (the hub never reads past the end).
       let ahead = false;
       for (const [tag, offs] of pos) offs.forEach((o, p) => (ahead ||= o > (this.position.get(tag)?.[p] ?? 0)));
@@ -618,15 +691,28 @@ export class V2Hub {
    * the bus has dropped records before it, some of the dropped ones may have been at or after `ms`: OUT_OF_RANGE
    * (never a silent gap; the error names the oldest point to start from instead).
    */
-  private async positionsAt(ms: number, starts: Position, what: string, checked: readonly TopicTag[] = [TopicTag.transactions, TopicTag.slots]): Promise<Position | StreamError> {
+  private async positionsAt(ms: number, starts: Position, what: string, checked: readonly TopicTag[] = this.tags()): Promise<Position | StreamError> {
     const pos: Position = new Map();
-    for (const tag of [TopicTag.transactions, TopicTag.slots] as const) {
+    for (const tag of this.tags()) {
       const offs = toArray(await this.opts.bus.offsetsForTime(this.topicOf(tag), ms));
       const st = starts.get(tag)!;
       if (checked.includes(tag)) for (let p = 0; p < offs.length; p++) if (offs[p]! <= st[p]! && st[p]! > 0) return this.outOfRange(what, starts);
       pos.set(tag, offs);
     }
     return pos;
+  }
+
+  /**
+   * Status-topic offsets for a cursor that has none: those of the first status records appended at or after the
+   * first slots record the cursor had not been sent yet (less the slot start margin), from the slot timeline; live
+   * when the cursor's slots position is the live one (or the timeline no longer holds it).
+   */
+  private async statusPositionFor(slotOffs: readonly number[]): Promise<number[]> {
+    const live = this.livePosition().get(TopicTag.slotStatus)!;
+    const at = this.timeline.appendedAtOffset(slotOffs);
+    if (at === undefined) return live;
+    const offs = toArray(await this.opts.bus.offsetsForTime(this.cfg.topics.slotStatus, at - SLOT_START_MARGIN_MS));
+    return offs.map((o, p) => Math.min(o, live[p] ?? o));
   }
 
   private onEnd(s: V2Session, _reason: StreamErrorKind | 'client' | 'server_close'): void {

@@ -12,6 +12,8 @@ import { clonePosition, cursorText, encodeCursor, TopicTag, type Position } from
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import type { UpdateCompression } from './compression';
 import type { V2Request } from './request';
+import { SlotStatusOrder } from './slot-order';
+import type { SlotStatusCode } from '../../bus/topics/stream-slot-status';
 
 // One v2 Subscribe stream (proto/stream_v2.proto). Its rules:
 //   - nothing but acknowledgements and pongs before `start`; filters added before it apply from the start point;
@@ -94,6 +96,8 @@ export class V2Session {
   state: State = 'new';
   slots = false;
   minSlot = 0n;
+  /** Statuses sent per slot, for once-each-in-order (slot-order.ts). */
+  private readonly slotOrder = new SlotStatusOrder();
   filters: CompiledFilterSet | null = null;
   /** Bits (of a match mask over `filters`) of the filters with match_loaded_addresses. */
   loadedMask = 0;
@@ -420,6 +424,12 @@ export class V2Session {
     this.push(this.encoding === 'identity' ? frameUpdate(ids, shared) : this.ctx.compression.frame(this.encoding, ids, shared), cursor, 1);
   }
 
+  /** Whether this stream takes `status` of `slot` now (once per slot, in order); if so it counts as sent. */
+  admitSlotStatus(slot: bigint, status: SlotStatusCode): boolean {
+    return this.slotOrder.admit(slot, status);
+  }
+
+  /** A slot update the caller admitted (admitSlotStatus). */
   deliverSlot(shared: Buffer, cursor: Buffer, fromReplay: boolean): void {
     if (fromReplay) this.replayed++;
     this.push(this.encoding === 'identity' ? frameUpdate(EMPTY, shared) : this.ctx.compression.frame(this.encoding, EMPTY, shared), cursor, 0);

@@ -44,6 +44,23 @@ export class SlotTimeline {
     this.marks = this.marks.filter((m) => m.partition !== partition || m.offset >= startOffset);
   }
 
+  /**
+   * The earliest append time of a mark at or past `offsets` (next offset per partition of the slots topic), or
+   * undefined when there is none. Slots arrive nearly in order, so the scan runs back from the newest and stops
+   * a little past the first mark below the offsets.
+   */
+  appendedAtOffset(offsets: readonly number[]): number | undefined {
+    let at: number | undefined;
+    let below = 0;
+    for (let i = this.marks.length - 1; i >= 0 && below < 64; i--) {
+      const m = this.marks[i]!;
+      if (m.offset >= (offsets[m.partition] ?? 0)) {
+        if (at === undefined || m.appendedAtMs < at) at = m.appendedAtMs;
+      } else below++;
+    }
+    return at;
+  }
+
   /** The mark of `slot`, or of the first slot after it the timeline holds; undefined past the newest. */
   atOrAfter(slot: bigint): SlotMark | undefined {
     let lo = 0;

@@ -725,6 +725,7 @@ export interface SlotStatusMap {
   SLOT_CONFIRMED: 4;
   SLOT_FINALIZED: 5;
   SLOT_DEAD: 6;
+  SLOT_DECODED: 7;
 }
 
 export const SlotStatus: SlotStatusMap;

@@ -5530,7 +5530,8 @@ proto.meridian.stream.v2.SlotStatus = {
   SLOT_PROCESSED: 3,
   SLOT_CONFIRMED: 4,
   SLOT_FINALIZED: 5,
-  SLOT_DEAD: 6
+  SLOT_DEAD: 6,
+  SLOT_DECODED: 7
 };
 
 /**

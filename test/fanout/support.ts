@@ -97,7 +97,8 @@ let topicCounter = 0;
 /** Topic names of their own, so tests never read each other's records (a shared Kafka broker included). */
 export function uniqueTopics(tag = 'fanout'): FanoutConfig['topics'] {
   const n = `${tag}.${process.pid}.${Date.now().toString(36)}.${topicCounter++}`;
-  return { transactions: `${n}.transactions`, slots: `${n}.slots` };
+  // No status topic unless a test creates one (fanout.topics.slotStatus: '' = not read).
+  return { transactions: `${n}.transactions`, slots: `${n}.slots`, slotStatus: '' };
 }
 
 /** A logger that writes nowhere (LOG=1 in the environment shows the lines). */
