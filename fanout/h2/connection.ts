@@ -45,7 +45,11 @@ import { H2Stream, StreamState, type StreamOwner } from './stream';
 //   idle                 id above every id the peer has used: only HEADERS (opens it) and PRIORITY are allowed
 //   open                 in `streams`, the peer still sending
 //   half-closed (remote) in `streams` with remoteEnded: DATA or HEADERS from the peer → STREAM_CLOSED
-//   half-closed (local)  our trailers are queued (H2Stream Ending); the peer may still send
+//   half-closed (local)  in `streams`, our END_STREAM queued (H2Stream Ending) or sent (Ended): the peer may still
+//                        send, and what it sends is judged as on an open stream (flow control, content-length,
+//                        trailers) until its END_STREAM or RST_STREAM closes the stream. nghttp2 keeps such streams
+//                        too; closing them at our END_STREAM made the answer to a frame that follows a request
+//                        depend on whether it arrived before or after our response was written.
 //   closed               not in `streams`; how it closed is remembered for the most recent streams (`closedHow`):
 //                        after the peer's END_STREAM any DATA/HEADERS is a connection error STREAM_CLOSED, after
 //                        its RST_STREAM a stream error STREAM_CLOSED, after ours the frames are ignored (they may
@@ -147,7 +151,7 @@ const enum Closed {
   PeerEnded,
   /** The peer sent RST_STREAM: DATA or HEADERS get a stream error STREAM_CLOSED. */
   PeerReset,
-  /** We reset or refused it, or ended it before the peer did: late frames may have been in flight, ignored. */
+  /** We reset or refused it: late frames may have been in flight, ignored. */
   ByUs,
 }
 
@@ -248,6 +252,13 @@ export class H2Connection implements Flushable, StreamOwner {
   /** The peer's preface and first SETTINGS have arrived. */
   get handshakeDone(): boolean {
     return this.settingsSeen;
+  }
+
+  /** Streams we still have something to send on (half-closed (local) ones are done: only the peer may send). */
+  get responding(): number {
+    let n = 0;
+    for (const s of this.streams.values()) if (s.state !== StreamState.Ended) n++;
+    return n;
   }
 
   /** Bytes written to the socket and not yet taken by the kernel. */
@@ -431,8 +442,7 @@ export class H2Connection implements Flushable, StreamOwner {
     if (r[1] > r[0]) s.onData?.(b, r[0], r[1]);
     if (s.state === StreamState.Closed) return;
     if (endStream) {
-      s.remoteEnded = true;
-      s.onRemoteEnd?.();
+      this.remoteEnd(s);
     } else if (s.unacked >= this.limits.initialWindow >>> 1) {
       this.control(windowUpdateFrame(id, s.unacked));
       s.recvWindow += s.unacked;
@@ -536,8 +546,15 @@ export class H2Connection implements Flushable, StreamOwner {
     // Trailers end the stream and carry no pseudo-header (RFC 9113 §8.1); the DATA must match content-length.
     if (selfDep || fields === null || !endStream || checkTrailers(fields) !== null) return this.streamError(s.id, H2Error.PROTOCOL_ERROR);
     if (s.contentLength >= 0 && s.received !== s.contentLength) return this.streamError(s.id, H2Error.PROTOCOL_ERROR);
+    this.remoteEnd(s);
+  }
+
+  /** The peer's END_STREAM on a live stream: half-closed (remote), or closed when our END_STREAM is already out. */
+  private remoteEnd(s: H2Stream): void {
     s.remoteEnded = true;
-    s.onRemoteEnd?.();
+    if (s.state !== StreamState.Ended) return s.onRemoteEnd?.();
+    this.forget(s, false);
+    this.rememberClosed(s.id, Closed.PeerEnded);
   }
 
   /** A new stream answered without being opened (refused, reset or a fixed response): remembered as closed. */
@@ -823,8 +840,12 @@ export class H2Connection implements Flushable, StreamOwner {
       if (s.queued === 0 && s.trailers !== null && s.state !== StreamState.Closed) {
         off += s.trailers.copy(out, off);
         s.trailers = null;
-        this.forget(s, false);
-        this.rememberClosed(s.id, s.remoteEnded ? Closed.PeerEnded : Closed.ByUs);
+        if (s.remoteEnded) {
+          this.forget(s, false);
+          this.rememberClosed(s.id, Closed.PeerEnded);
+        } else {
+          s.localEnded(); // half-closed (local): kept until the peer ends or resets it
+        }
       }
     }
     this.requeue();

@@ -112,7 +112,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, onCall: (call: Gr
         for (const c of conns) c.goaway(H2Error.NO_ERROR);
         const deadline = Date.now() + graceMs;
         const check = (): void => {
-          for (const c of [...conns]) if (c.streams.size === 0 && c.backlog === 0) c.destroy(true);
+          for (const c of [...conns]) if (c.responding === 0 && c.backlog === 0) c.destroy(true);
           if (conns.size === 0 || Date.now() >= deadline) {
             for (const c of [...conns]) c.destroy(false);
             resolve();

@@ -11,8 +11,14 @@
 export const enum StreamState {
   /** Request headers read; we may send. */
   Open,
-  /** Our END_STREAM (trailers) is queued or sent: nothing more may be written. */
+  /** Our END_STREAM (trailers) is queued: nothing more may be written. */
   Ending,
+  /**
+   * Our END_STREAM is sent and the peer has not sent its own: half-closed (local), RFC 9113 §5.1. The application
+   * is done with the stream; the connection keeps it to judge what the peer still sends on it (flow control,
+   * content-length, trailers) until the peer's END_STREAM or RST_STREAM closes it.
+   */
+  Ended,
   /** Reset (by either side) or its connection is gone: everything queued was dropped. */
   Closed,
 }
@@ -103,6 +109,15 @@ export class H2Stream {
   reset(code: number): void {
     if (this.state === StreamState.Closed) return;
     this.owner.resetStream(this, code);
+  }
+
+  /** Our END_STREAM is out while the peer's side is open: the application's callbacks are let go (the call is over). */
+  localEnded(): void {
+    this.discard();
+    this.state = StreamState.Ended;
+    this.onData = null;
+    this.onRemoteEnd = null;
+    this.onGone = null;
   }
 
   /** Everything queued is dropped; called by the connection when the stream is over for any reason. */

@@ -19,12 +19,18 @@ import { portOf } from './support';
 const PATH = subscribePath('arpc.ARPCService');
 /** Seconds h2spec waits for each expected frame: generous on a loaded machine (a pass never waits it out). */
 const CASE_TIMEOUT_S = 3;
-/** Runs of a case alone after it failed in the full run (see the test). */
-const RETRIES = 4;
 
 type Transport = 'h2' | 'grpc-js';
 
-/** Cases a transport may fail although nghttp2 passes them, each with why (h2spec's section/number as the id). */
+/**
+ * Cases a transport may fail although nghttp2 passes them, each with why (h2spec's section/number as the id).
+ * The own server has no timing exception: it keeps a stream it has answered until the peer ends or resets it
+ * (half-closed (local), RFC 9113 §5.1) and remembers how recent streams closed, so a frame that follows a request
+ * gets the same answer whether it arrives before or after the response left. (It also fails 5.1.2/1, which
+ * nghttp2 skips, so the rule does not count it: each of h2spec's streams is a GET the own server answers with a
+ * headers-only 405 and END_STREAM, which closes it at once, so its streams are never more than the advertised
+ * limit at a time; RFC 9113 §5.1.2 counts only open and half-closed streams.)
+ */
 const TOLERATED: ReadonlyArray<{ id: string; transports: readonly Transport[]; reason: string }> = [
   // h2spec opens a stream with END_STREAM (a GET), sends WINDOW_UPDATE (2/2) or PRIORITY (2/3) on it and takes a
   // DATA frame as proof that the stream went on. A gRPC endpoint answers a GET without a body: 405 from the own
@@ -32,29 +38,19 @@ const TOLERATED: ReadonlyArray<{ id: string; transports: readonly Transport[]; r
   // answers with a body.
   { id: 'generic/2/2', transports: ['h2', 'grpc-js'], reason: "a gRPC endpoint answers h2spec's GET without a DATA frame" },
   { id: 'generic/2/3', transports: ['h2', 'grpc-js'], reason: "a gRPC endpoint answers h2spec's GET without a DATA frame" },
-  // h2spec opens SETTINGS_MAX_CONCURRENT_STREAMS + 1 streams and wants the last refused. Each of its streams is
-  // a GET the own server answers (405, END_STREAM) and so closes in the turn it arrives: the streams are never
-  // that many at once, and the last is within the limit (RFC 9113 §5.1.2 counts open and half-closed streams
-  // only). nghttp2 passes because it reads the whole burst before answering any; grpc-js advertises no limit
-  // (h2spec skips the case there).
-  { id: 'http2/5.1.2/1', transports: ['h2'], reason: "each of h2spec's streams is closed before the next arrives, so the limit is never exceeded" },
-  // 6.9.1/3 sends a request, then WINDOW_UPDATEs that push that stream's window past 2^31-1, and wants
-  // FLOW_CONTROL_ERROR. When its frames arrive in separate reads (a loaded machine), the own server has already
-  // answered the request (405, END_STREAM) and closed the stream, and RFC 9113 §5.1 has an endpoint ignore
-  // WINDOW_UPDATE on a stream it closed. On an open stream the overflow is a stream error (test/fanout/h2/).
-  { id: 'http2/6.9.1/3', transports: ['h2'], reason: 'the own server has answered and closed the stream before the WINDOW_UPDATEs arrive; §5.1 says ignore them' },
-  // These cases send a faulty frame after the request's HEADERS: DATA after END_STREAM (5.1/5, 6.1/2), a second
-  // HEADERS without END_STREAM (8.1/1), DATA that disagrees with content-length (8.1.2.6/1-2). grpc-js is nghttp2
-  // itself, but it answers h2spec's requests at their HEADERS (a GET, or a POST without a gRPC content-type:
-  // trailers-only) and closes the stream; when that answer leaves before the faulty frame arrives, nghttp2 no
-  // longer keeps the stream and ignores the frame. Which comes first is the machine's timing.
-  // 8.1.2.1/3 (a pseudo-header in trailers) is the same race, seen in a CI-like run on a loaded machine. The own
-  // server answers h2spec's requests at their HEADERS too (405/415) and, on a loaded machine, races the same way
-  // (8.1/1 and 8.1.2.6/2 were seen to fail there in such runs, and to pass in others).
-  ...['http2/5.1/5', 'http2/6.1/2', 'http2/8.1/1', 'http2/8.1.2.1/3', 'http2/8.1.2.6/1', 'http2/8.1.2.6/2'].map((id) => ({
+  // These cases send a faulty frame on a stream after its request's HEADERS: DATA or HEADERS after END_STREAM
+  // (5.1/5, 5.1/6, 6.1/2), DATA with a bad pad length (6.1/3), a zero or overflowing WINDOW_UPDATE (6.9/2,
+  // 6.9.1/3), a second HEADERS without END_STREAM (8.1/1), a pseudo-header in trailers (8.1.2.1/3), DATA that
+  // disagrees with content-length (8.1.2.6/1-2). grpc-js answers h2spec's requests at their HEADERS (a GET, or a
+  // POST without a gRPC content-type: a trailers-only status) without reading them, and node:http2 then closes
+  // such a stream with RST_STREAM NO_ERROR one event-loop turn later (Http2Stream's kMaybeDestroy: a server
+  // stream answered and never read). When the faulty frame arrives after that, nghttp2 no longer has the stream
+  // and ignores the frame; before it, nghttp2 answers as h2spec wants. Which comes first is the machine's timing,
+  // inside grpc-js and node:http2 (in surveys on this machine each case failed in 3-20% of runs).
+  ...['http2/5.1/5', 'http2/5.1/6', 'http2/6.1/2', 'http2/6.1/3', 'http2/6.9/2', 'http2/6.9.1/3', 'http2/8.1/1', 'http2/8.1.2.1/3', 'http2/8.1.2.6/1', 'http2/8.1.2.6/2'].map((id) => ({
     id,
-    transports: ['grpc-js', 'h2'] as const,
-    reason: 'the transport has answered and closed the stream before the faulty frame arrives, and then ignores it',
+    transports: ['grpc-js'] as const,
+    reason: 'grpc-js answers the request at its HEADERS and node:http2 closes the unread stream a turn later; a faulty frame arriving after that is ignored',
   })),
 ];
 
@@ -78,9 +74,9 @@ function parseJunit(xml: string): Map<string, Outcome> {
 }
 
 /** Runs h2spec against 127.0.0.1:port; its outcomes and its summary line. */
-async function runH2spec(bin: string, port: number, dir: string, name: string, only: string[] = []): Promise<{ cases: Map<string, Outcome>; summary: string }> {
+async function runH2spec(bin: string, port: number, dir: string, name: string): Promise<{ cases: Map<string, Outcome>; summary: string }> {
   const report = path.join(dir, `${name}.xml`);
-  const args = ['-h', '127.0.0.1', '-p', String(port), '-P', PATH, '-o', String(CASE_TIMEOUT_S), '-j', report, ...only];
+  const args = ['-h', '127.0.0.1', '-p', String(port), '-P', PATH, '-o', String(CASE_TIMEOUT_S), '-j', report];
   const out = await new Promise<string>((resolve, reject) => {
     const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
@@ -92,7 +88,7 @@ async function runH2spec(bin: string, port: number, dir: string, name: string, o
   });
   assert.ok(fs.existsSync(report), `h2spec wrote no report for ${name}:\n${out.slice(-2000)}`);
   const cases = parseJunit(fs.readFileSync(report, 'utf8'));
-  if (only.length === 0) assert.ok(cases.size > 100, `h2spec reported only ${cases.size} cases for ${name}`);
+  assert.ok(cases.size > 100, `h2spec reported only ${cases.size} cases for ${name}`);
   const summary = /\d+ tests, \d+ passed, \d+ skipped, \d+ failed/.exec(out)?.[0] ?? '(no summary)';
   return { cases, summary };
 }
@@ -132,13 +128,6 @@ describe('fanout/h2 conformance (h2spec) against nghttp2', function () {
   let bin: string;
 
   before(async function () {
-    // Not in the default suite yet: on this 2-core machine, loaded, a case that nghttp2 passes sometimes fails on a
-    // transport even after RETRIES runs alone (a different case each time: races between the server's answer and
-    // h2spec's next frame), and a suite that fails at random blocks CI. MERIDIAN_H2SPEC=1 runs it.
-    if (process.env.MERIDIAN_H2SPEC !== '1') {
-      console.log('      NOTE: h2spec conformance skipped: set MERIDIAN_H2SPEC=1 to run it (it is timing-sensitive on a loaded machine)');
-      this.skip();
-    }
     if (goToolchain() === null) {
       console.log('      NOTE: h2spec conformance skipped: no Go toolchain on PATH (go version failed)');
       this.skip();
@@ -158,7 +147,8 @@ describe('fanout/h2 conformance (h2spec) against nghttp2', function () {
       }
       const results: Array<[Transport, Awaited<ReturnType<typeof runH2spec>>]> = [];
       const worse: string[] = [];
-      const retried: string[] = [];
+      const tolerated: string[] = [];
+      const failed: string[] = [];
       for (const transport of ['h2', 'grpc-js'] as const satisfies readonly Transport[]) {
         const f = await startTestFanout({ transport });
         try {
@@ -166,13 +156,10 @@ describe('fanout/h2 conformance (h2spec) against nghttp2', function () {
           const r = await runH2spec(bin, port, dir, transport);
           results.push([transport, r]);
           for (const [id, outcome] of r.cases) {
-            if (outcome !== 'failed' || nghttp2.cases.get(id) !== 'passed') continue;
-            if (TOLERATED.some((t) => t.id === id && t.transports.includes(transport))) continue;
-            // Several cases race the server's answer against h2spec's next frame (grpc-js answers a GET at once):
-            // a case is held against a transport only if it fails RETRIES more times on its own.
-            let passed = false;
-            for (let k = 0; k < RETRIES && !passed; k++) passed = (await runH2spec(bin, port, dir, `${transport}-retry`, [id])).cases.get(id) === 'passed';
-            if (passed) retried.push(`${transport}: ${id}`);
+            if (outcome !== 'failed') continue;
+            failed.push(`${transport}: ${id}`);
+            if (nghttp2.cases.get(id) !== 'passed') continue;
+            if (TOLERATED.some((t) => t.id === id && t.transports.includes(transport))) tolerated.push(`${transport}: ${id}`);
             else worse.push(`${transport}: ${id}`);
           }
         } finally {
@@ -180,7 +167,10 @@ describe('fanout/h2 conformance (h2spec) against nghttp2', function () {
         }
       }
       console.log(`      h2spec: nghttp2 ${nghttp2.summary}; ${results.map(([t, r]) => `${t} ${r.summary}`).join('; ')}`);
-      if (retried.length > 0) console.log(`      h2spec: passed when run again alone: ${retried.join(', ')}`);
+      const refFailed = [...nghttp2.cases].filter(([, o]) => o === 'failed').map(([id]) => id);
+      console.log(`      h2spec: failed on nghttp2: ${refFailed.join(', ')}`);
+      console.log(`      h2spec: failed on the transports: ${failed.join(', ')}`);
+      if (tolerated.length > 0) console.log(`      h2spec: failed and tolerated (nghttp2 passed them): ${tolerated.join(', ')}`);
       assert.deepEqual(worse, [], 'cases nghttp2 passes and a transport fails');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -127,6 +127,9 @@ describe('fanout/h2 hostile peers', function () {
       calls[0]!.end();
       await c.streamEnded(1);
       assert.equal(c.lastField(1, 'grpc-status'), '0');
+      // Stream 1 is half-closed (local) now and still counts (RFC 9113 §5.1.2) until the client ends its side, as a
+      // gRPC client does on the status.
+      c.data(1, Buffer.alloc(0), true);
       c.request(13, '/t.S/M'); // a place is free again
       await c.until(() => calls.length === 5, 3000, 'the fifth call');
       const closing = server.close(500);

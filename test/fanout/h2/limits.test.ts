@@ -4,14 +4,17 @@ import { DEFAULT_CONNECTION_LIMITS } from '../../../fanout/h2/connection';
 import { startGrpcServer, type GrpcServer } from '../../../fanout/h2/server';
 import { waitFor } from '../../support/wait';
 import { frame, PREFACE, settingsFrame } from './raw-peer';
-import { E, F, grpcRequestFields, headersFrame, ping, RawH2Client, S, T } from './raw-h2-client';
+import { E, F, grpcRequestFields, headersFrame, ping, RawH2Client, S, T, windowUpdate } from './raw-h2-client';
 
 // The own HTTP/2 server's time bounds and per-stream answers added by issue 20: an unfinished header block and
 // an unacknowledged SETTINGS end the connection; a header list over the bound costs its stream (431), not the
 // connection; the stream cap is advertised as SETTINGS_MAX_CONCURRENT_STREAMS; a malformed request gets
-// RST_STREAM PROTOCOL_ERROR; frames after the peer's END_STREAM get STREAM_CLOSED.
+// RST_STREAM PROTOCOL_ERROR; frames after the peer's END_STREAM get STREAM_CLOSED; a stream we have answered while
+// the peer still sends is half-closed (local), and what the peer sends on it is judged after our answer as before.
 
 const PATH = '/t.S/M';
+/** A path the server does not serve: answered at once with a trailers-only UNIMPLEMENTED (END_STREAM). */
+const UNKNOWN = '/t.S/Unknown';
 const SETTINGS_TIMEOUT = 0x4;
 const STREAM_CLOSED = 0x5;
 
@@ -113,6 +116,50 @@ describe('fanout/h2 limits: time bounds and per-stream answers', function () {
       // A GET (405, END_STREAM both ways) closes stream 9; DATA on it afterwards is a connection error.
       c.write(headersFrame(9, [[':method', 'GET'], [':scheme', 'http'], [':path', PATH]], F.END_HEADERS | F.END_STREAM));
       await c.streamEnded(9);
+      c.data(9, Buffer.from('late'));
+      assert.equal((await c.goaway()).code, STREAM_CLOSED);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('half-closed (local): after our END_STREAM the peer\'s frames are still judged, and such streams count toward the cap (RFC 9113 §5.1, §5.1.2)', async () => {
+    const c = await RawH2Client.connect(server.port);
+    try {
+      await c.frame((x) => x.type === T.SETTINGS && x.flags === 0);
+      // Requests the server answers at their HEADERS, the peer's side left open; every frame below is sent after
+      // the answer has arrived, which is when a server that closed the stream at its own END_STREAM ignored them.
+      c.request(1, UNKNOWN);
+      c.request(3, UNKNOWN, [['content-length', '4']]);
+      c.request(5, UNKNOWN);
+      c.request(7, UNKNOWN);
+      c.request(9, UNKNOWN);
+      for (const id of [1, 3, 5, 7, 9]) assert.equal((await c.streamEnded(id)).rstCode, undefined, `stream ${id} answered with END_STREAM`);
+      assert.equal(c.lastField(1, 'grpc-status'), '12');
+      // The cap (7) counts the five half-closed streams: two more fit, the eighth is refused.
+      c.request(11, PATH);
+      c.request(13, PATH);
+      c.request(15, PATH);
+      await c.until(() => c.stream(15).rstCode !== undefined, 5000, 'the stream over the cap refused');
+      assert.equal(c.stream(15).rstCode, E.REFUSED_STREAM);
+      assert.equal(c.stream(13).rstCode, undefined);
+      c.write(windowUpdate(1, 0x7fffffff));
+      c.write(windowUpdate(1, 0x7fffffff));
+      c.data(3, Buffer.from('more than four'));
+      c.write(windowUpdate(5, 0));
+      c.write(headersFrame(7, [[':path', '/trailers/with/a/pseudo-header']], F.END_HEADERS | F.END_STREAM));
+      c.data(9, Buffer.from('end'), true); // a normal end: closed, no answer
+      await c.until(() => [1, 3, 5, 7].every((id) => c.stream(id).rstCode !== undefined), 5000, 'four stream errors');
+      assert.deepEqual([1, 3, 5, 7].map((id) => c.stream(id).rstCode), [E.FLOW_CONTROL_ERROR, E.PROTOCOL_ERROR, E.PROTOCOL_ERROR, E.PROTOCOL_ERROR]);
+      await c.fence();
+      assert.equal(c.stream(9).rstCode, undefined);
+      // Those streams are closed now, so the cap has room again.
+      c.request(17, PATH);
+      c.write(ping(Buffer.from('stillok!')));
+      await c.frame((x) => x.type === T.PING && x.payload.toString() === 'stillok!');
+      assert.equal(c.stream(17).rstCode, undefined);
+      assert.equal(c.lastField(17, ':status'), '200');
+      // Stream 9 was closed by the peer's END_STREAM: DATA on it now is a connection error.
       c.data(9, Buffer.from('late'));
       assert.equal((await c.goaway()).code, STREAM_CLOSED);
     } finally {
