@@ -4,6 +4,8 @@ import type { TopicSpec } from './bus';
 export const TOPIC = {
   streamTransactions: 'stream.transactions',
   streamSlots: 'stream.slots',
+  /** One record per decoded entry, with its transactions' wire bytes (bus/topics/stream-entries.ts). */
+  streamEntries: 'stream.entries',
   usageEvents: 'usage.events',
   submitTraces: 'submit.traces',
   rentals: 'rentals',
@@ -21,6 +23,8 @@ export function defaultTopicSpecs(partitions: { stream?: number; usage?: number 
   return [
     { name: TOPIC.streamTransactions, partitions: partitions.stream ?? 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.streamSlots, partitions: 1, compacted: false, retentionMs: HOUR_MS },
+    // One partition: a slot's entries stay in publish order for every reader.
+    { name: TOPIC.streamEntries, partitions: 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.usageEvents, partitions: partitions.usage ?? 3, compacted: false, retentionMs: 7 * 24 * HOUR_MS },
     { name: TOPIC.submitTraces, partitions: 3, compacted: false, retentionMs: retention.submitTracesMs ?? SUBMIT_TRACES_RETENTION_MS },
     { name: TOPIC.rentals, partitions: 1, compacted: true },

@@ -51,7 +51,8 @@ export interface FanoutConfig {
    */
   transport: 'h2' | 'grpc-js';
   /** Topic names to read (defaults: stream.transactions, stream.slots); tests and shared clusters override them. */
-  topics: { transactions: string; slots: string };
+  /** entries: read by v2 only (entry updates and RAW transactions). */
+  topics: { transactions: string; slots: string; entries: string };
   /**
    * Processes serving subscribers on the one listen port (node:cluster), each reading the bus itself and holding
    * the per-process budgets above. 0 ("auto" in the file) = one per core. More than one needs the Kafka bus.
@@ -159,6 +160,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
     topics: {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
+      entries: str(t, 'entries', `${p}.topics`, TOPIC.streamEntries),
     },
     workers: workerCount(o, p),
     lookupTables: parseLookupTables(o.lookupTables, `${p}.lookupTables`),

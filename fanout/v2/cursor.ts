@@ -8,12 +8,15 @@
 //       u8      topic tag (TopicTag)
 //       varint  partition count P (1..MAX_PARTITIONS)
 //       P × varint  next offset of partitions 0..P-1 (< 2^53)
-// A topic the stream does not read is left out; a cursor without the transactions topic is refused.
+// A topic the stream does not read is left out; a cursor without the transactions topic is refused. Cursors made
+// before stream.entries was served have no entries tag: still valid (the hub decides what a missing topic means).
 
 export const CURSOR_VERSION = 1;
 /** Tags of the stream topics; the order they appear in a cursor. */
-export const TopicTag = { transactions: 1, slots: 2 } as const;
+export const TopicTag = { transactions: 1, slots: 2, entries: 3 } as const;
 export type TopicTag = (typeof TopicTag)[keyof typeof TopicTag];
+const KNOWN_TAGS: ReadonlySet<number> = new Set(Object.values(TopicTag));
+const isTopicTag = (t: number): t is TopicTag => KNOWN_TAGS.has(t);
 /** bus/config.ts allows up to 1024 stream partitions. */
 const MAX_PARTITIONS = 1024;
 
@@ -79,7 +82,7 @@ export function decodeCursor(b: Uint8Array): CursorDecode {
   let lastTag = 0;
   while (o < b.length) {
     const tag = b[o++]!;
-    if (tag !== TopicTag.transactions && tag !== TopicTag.slots) return { ok: false, reason: `unknown topic tag ${tag}` };
+    if (!isTopicTag(tag)) return { ok: false, reason: `unknown topic tag ${tag}` };
     if (tag <= lastTag) return { ok: false, reason: 'topic tags out of order' };
     lastTag = tag;
     const n = readVarint(b, o);

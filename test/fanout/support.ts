@@ -97,7 +97,7 @@ let topicCounter = 0;
 /** Topic names of their own, so tests never read each other's records (a shared Kafka broker included). */
 export function uniqueTopics(tag = 'fanout'): FanoutConfig['topics'] {
   const n = `${tag}.${process.pid}.${Date.now().toString(36)}.${topicCounter++}`;
-  return { transactions: `${n}.transactions`, slots: `${n}.slots` };
+  return { transactions: `${n}.transactions`, slots: `${n}.slots`, entries: `${n}.entries` };
 }
 
 /** A logger that writes nowhere (LOG=1 in the environment shows the lines). */
@@ -133,6 +133,7 @@ export async function startTestFanout(
   await bus.createTopics([
     { name: cfg.topics.transactions, partitions: 1, compacted: false },
     { name: cfg.topics.slots, partitions: 1, compacted: false },
+    { name: cfg.topics.entries, partitions: 1, compacted: false },
   ]);
   const fanout = await startFanout(cfg, bus, rentals, quietLog(), opts);
   return {
