@@ -47,6 +47,7 @@ for (const kind of ['embedded', 'kafka'] as const) {
       await pubBus.createTopics([
         { name: topics.transactions, partitions: 1, compacted: false },
         { name: topics.slots, partitions: 1, compacted: false },
+        { name: topics.entries, partitions: 1, compacted: false },
       ]);
       const start = async (): Promise<FanoutHandle> => {
         const f = await startFanout(cfg, await newBus(), emptyRegistry(), quietLog());
