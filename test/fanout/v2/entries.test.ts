@@ -63,6 +63,7 @@ class Ingest {
     assert.ok(decode.ok);
     const first = this.nextShred.get(slot) ?? 0;
     this.nextShred.set(slot, first + 32);
+    if (first === 0) this.sink.slot(slot, Date.now()); // a slot's first shred: its stream.slots record
     const txs: DecodedTxn[] = decode.entries.flatMap((e) => e.txs);
     const now = Date.now();
     const out: BatchOutput = {
@@ -83,6 +84,16 @@ function items(us: SubscribeUpdate[]): string[] {
   for (const u of us) {
     if (u.hasEntry()) out.push(`entry:${hex(u.getEntry()!.getHash_asU8())}`);
     else if (u.hasTransaction() && u.getTransaction()!.getRaw_asU8().length > 0) out.push(`raw:${hex(u.getTransaction()!.getSignature_asU8())}`);
+  }
+  return out;
+}
+
+/** Like items(), with each update's slot. */
+function slotItems(us: SubscribeUpdate[]): string[] {
+  const out: string[] = [];
+  for (const u of us) {
+    if (u.hasEntry()) out.push(`entry:${u.getEntry()!.getSlot()}:${hex(u.getEntry()!.getHash_asU8())}`);
+    else if (u.hasTransaction() && u.getTransaction()!.getRaw_asU8().length > 0) out.push(`raw:${u.getTransaction()!.getSlot()}:${hex(u.getTransaction()!.getSignature_asU8())}`);
   }
   return out;
 }
@@ -211,6 +222,23 @@ for (const kind of ['embedded', 'kafka'] as const) {
         const rc = b.updates.findIndex((u) => u.hasReplayComplete());
         assert.ok(rc > 0 && b.updates[rc]!.getReplayComplete()!.getReplayed() > 0);
       }
+    });
+
+    it('starts entries and RAW from a slot: that slot and later ones, replayed, then live', async () => {
+      const sub = (x: V2Client): void => x.add('raw', [w58]);
+      const ref = await started(sub, { entries: true, raw: true }, 1);
+      for (const slot of [300n, 301n, 302n]) await ingest.batch(slot, [[wireTx(watched), wireTx(other)], []]);
+      await ref.waitUpdates(() => items(ref.updates).length === 9, 'ref has three slots');
+      const b = client();
+      sub(b);
+      b.start({ entries: true, raw: true, slot: 301 });
+      await b.waitUpdates((u) => u.some((x) => x.hasReplayComplete()), 'replay complete');
+      await ingest.batch(303n, [[wireTx(watched)]]);
+      await ref.waitUpdates(() => items(ref.updates).length === 11, 'ref has slot 303');
+      const want = slotItems(ref.updates).filter((x) => !x.includes(':300:'));
+      await b.waitUpdates(() => items(b.updates).length === want.length, 'b has slots 301..303');
+      assert.deepEqual(slotItems(b.updates), want);
+      assert.ok(seqsContiguous(b.updates));
     });
 
     it('a cursor without stream.entries (made before entries were served): valid for DECODED, refused for entries and RAW with the reason', async () => {
