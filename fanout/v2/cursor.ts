@@ -13,7 +13,8 @@
 
 export const CURSOR_VERSION = 1;
 /** Tags of the stream topics; the order they appear in a cursor. */
-export const TopicTag = { transactions: 1, slots: 2, entries: 3 } as const;
+/** 3 is stream.slot-status's (branch slot-status): entries took the next free tag so both merge without renumbering. */
+export const TopicTag = { transactions: 1, slots: 2, entries: 4 } as const;
 export type TopicTag = (typeof TopicTag)[keyof typeof TopicTag];
 const KNOWN_TAGS: ReadonlySet<number> = new Set(Object.values(TopicTag));
 const isTopicTag = (t: number): t is TopicTag => KNOWN_TAGS.has(t);
