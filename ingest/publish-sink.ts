@@ -2,7 +2,7 @@ import type { ProduceRecord } from '../bus/bus';
 import { TOPIC } from '../bus/topics';
 import { encodeEntryRecord, entryKey } from '../bus/topics/stream-entries';
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
-import { encodeTxRecord } from '../bus/topics/stream-transactions';
+import { encodeTxRecord, PUBKEY_SZ, SIGNATURE_SZ } from '../bus/topics/stream-transactions';
 import { encodeTransaction } from '../proto/wire';
 import { SlotEntryIndex, type Placement } from './entry/slot-entry-index';
 import type { BatchOutput, PipelineSink } from './pipeline';
@@ -54,12 +54,12 @@ export function entryRecords(out: BatchOutput, at: Placement | null): ProduceRec
   let tx = at?.tx ?? 0;
   for (let i = 0; i < out.entries.length; i++) {
     const e = out.entries[i]!;
-    const signatures = Buffer.allocUnsafe(e.txs.length * 64);
+    const signatures = Buffer.allocUnsafe(e.txs.length * SIGNATURE_SZ);
     const txs = e.txs.map((d, t) => {
-      d.tx.signatures[0]!.copy(signatures, t * 64);
+      d.tx.signatures[0]!.copy(signatures, t * SIGNATURE_SZ);
       const wire = e.wires[t]!;
       // staticKeys is a view into the same batch payload as the wire bytes: its offset within them.
-      return { wire, keysOffset: d.staticKeys.byteOffset - wire.byteOffset, keyCount: d.staticKeys.length / 32 };
+      return { wire, keysOffset: d.staticKeys.byteOffset - wire.byteOffset, keyCount: d.staticKeys.length / PUBKEY_SZ };
     });
     records[i] = {
       key: entryKey(slot, firstShred, i),
