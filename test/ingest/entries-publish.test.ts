@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { Writable } from 'node:stream';
 import bs58 from 'bs58';
+import { EmbeddedBus } from '../../bus/embedded';
 import { decodeEntryRecord, encodeEntryRecord, entryTxKeys, type EntryRecord } from '../../bus/topics/stream-entries';
 import { SlotEntryIndex } from '../../ingest/entry/slot-entry-index';
+import { withReadableEntries } from '../../ingest/worker';
+import { createLogger } from '../../infra/base/log';
+import { quietLog } from '../fanout/support';
 import { decodeTransaction } from '../../proto/txn/decode';
 import { DEMO, loadGolden, TURBINE, type GoldenBatch } from './support/golden';
 import { runCapture, type CaptureRun } from './support/run-capture';
@@ -156,5 +161,24 @@ describe('bus/topics/stream-entries: codec', () => {
     keys.writeUInt16LE(100, 80 + 128 + 4); // 100 keys in a 200-byte transaction
     assert.deepEqual(decodeEntryRecord(keys), { ok: false, reason: 'static keys past the transaction' });
     assert.deepEqual(decodeEntryRecord(Buffer.concat([b, Buffer.alloc(1)])), { ok: false, reason: 'bytes after the last transaction' });
+  });
+});
+
+describe('ingest: a bus without the entries topic', () => {
+  it('publishes without entry records (and says so) instead of failing produces that would hold transactions back', async () => {
+    const bus = new EmbeddedBus({ log: quietLog() });
+    try {
+      await bus.createTopics([{ name: 'have.entries', partitions: 1, compacted: false }]);
+      const lines: string[] = [];
+      const log = createLogger({ level: 'warn', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }) });
+      const kept = await withReadableEntries(bus, { transactions: 't', slots: 's', entries: 'have.entries' }, log);
+      assert.deepEqual(kept, { transactions: 't', slots: 's', entries: 'have.entries' });
+      const dropped = await withReadableEntries(bus, { transactions: 't', slots: 's', entries: 'absent.entries' }, log);
+      assert.deepEqual(dropped, { transactions: 't', slots: 's' });
+      assert.equal(lines.length, 1);
+      assert.match(lines[0]!, /entries topic not on the bus/);
+    } finally {
+      await bus.close();
+    }
   });
 });
