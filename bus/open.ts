@@ -21,6 +21,8 @@ const EMBEDDED_STREAM_LIMITS = {
   [TOPIC.streamSlots]: { maxMessagesPerPartition: 10_000 },
   // Up to ~7 statuses per slot: the same window of slots as stream.slots.
   [TOPIC.streamSlotStatus]: { maxMessagesPerPartition: 70_000 },
+  // Every transaction's wire bytes plus the ticks (~64 entries a slot): about the transactions topic's volume.
+  [TOPIC.streamEntries]: { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 64 * 1024 * 1024 },
   // Read live by the billing job in the same process; a backlog of 200k per partition only made the gateways'
   // heap (and so their GC pauses) grow with every request served. 50k per partition is ~15 s of billing lag at
   // 10k metered requests/s.

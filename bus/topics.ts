@@ -5,6 +5,8 @@ export const TOPIC = {
   streamTransactions: 'stream.transactions',
   streamSlots: 'stream.slots',
   streamSlotStatus: 'stream.slot-status',
+  /** One record per decoded entry, with its transactions' wire bytes (bus/topics/stream-entries.ts). */
+  streamEntries: 'stream.entries',
   usageEvents: 'usage.events',
   submitTraces: 'submit.traces',
   rentals: 'rentals',
@@ -23,6 +25,8 @@ export function defaultTopicSpecs(partitions: { stream?: number; usage?: number 
     { name: TOPIC.streamTransactions, partitions: partitions.stream ?? 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.streamSlots, partitions: 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.streamSlotStatus, partitions: 1, compacted: false, retentionMs: HOUR_MS },
+    // One partition: a slot's entries stay in publish order for every reader.
+    { name: TOPIC.streamEntries, partitions: 1, compacted: false, retentionMs: HOUR_MS },
     { name: TOPIC.usageEvents, partitions: partitions.usage ?? 3, compacted: false, retentionMs: 7 * 24 * HOUR_MS },
     { name: TOPIC.submitTraces, partitions: 3, compacted: false, retentionMs: retention.submitTracesMs ?? SUBMIT_TRACES_RETENTION_MS },
     { name: TOPIC.rentals, partitions: 1, compacted: true },

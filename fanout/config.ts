@@ -55,8 +55,9 @@ export interface FanoutConfig {
    * slotStatus: stream.slot-status, read by v2 for slot statuses past the first shred; '' = not read. It defaults to
    * the standard name only when `slots` has its standard name too (a deployment or test that renames its topics
    * names this one as well, rather than reading another's).
+   * entries: read by v2 only (entry updates and RAW transactions).
    */
-  topics: { transactions: string; slots: string; slotStatus: string };
+  topics: { transactions: string; slots: string; slotStatus: string; entries: string };
   /**
    * Processes serving subscribers on the one listen port (node:cluster), each reading the bus itself and holding
    * the per-process budgets above. 0 ("auto" in the file) = one per core. More than one needs the Kafka bus.
@@ -178,6 +179,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
       transactions: str(t, 'transactions', `${p}.topics`, TOPIC.streamTransactions),
       slots: str(t, 'slots', `${p}.topics`, TOPIC.streamSlots),
       slotStatus: str(t, 'slotStatus', `${p}.topics`, str(t, 'slots', `${p}.topics`, TOPIC.streamSlots) === TOPIC.streamSlots ? TOPIC.streamSlotStatus : ''),
+      entries: str(t, 'entries', `${p}.topics`, TOPIC.streamEntries),
     },
     workers: workerCount(o, p),
     lookupTables: parseLookupTables(o.lookupTables, `${p}.lookupTables`),

@@ -107,6 +107,14 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     // serves first-shred statuses only, as before the topic existed.
     const statusTopic = v2 === undefined ? '' : await presentTopic(bus, cfg.topics.slotStatus, log);
     const statusEnds = statusTopic === '' ? undefined : await bus.endOffsets(statusTopic);
+    // stream.entries is v2's alone (Entry updates, RAW transactions). A bus without it (created before the topic
+    // existed) still serves v2, without entries: streams asking for them are refused with the reason.
+    const entriesTopic = cfg.topics.entries;
+    const entryEnds = v2 === undefined ? null : await bus.endOffsets(entriesTopic).catch((e: unknown) => {
+      log.warn({ topic: entriesTopic, err: e instanceof Error ? e.message : String(e) }, 'v2: entries topic not readable; entries and RAW transactions are not served');
+      return null;
+    });
+    v2?.initEntries(entryEnds);
     v2?.init(txEnds, slotStarts, slotEnds, statusEnds);
     const onBatch = (messages: BusMessage[]): void => {
       if (v2 === undefined) return hub.onBatch(messages);
@@ -116,10 +124,12 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
         if (m.topic === txTopic) v2.onTransaction(m);
         else if (m.topic === slotsTopic) v2.onSlot(m);
         else if (m.topic === statusTopic) v2.onSlotStatus(m);
+        else if (m.topic === entriesTopic) v2.onEntry(m);
       }
     };
     const offsets = new Map([[txTopic, txEnds], [slotsTopic, slotStarts]]);
     if (statusEnds !== undefined) offsets.set(statusTopic, statusEnds);
+    if (entryEnds !== null) offsets.set(entriesTopic, entryEnds);
     consumer = await bus.consume({ topics: [...offsets.keys()], from: { offsets }, onBatch });
     await consumer.ready;
   } catch (e) {

@@ -1,9 +1,11 @@
 import type { ProduceRecord } from '../bus/bus';
 import { TOPIC } from '../bus/topics';
 import { encodeSlotStatusRecord, SlotStatusSource } from '../bus/topics/stream-slot-status';
+import { encodeEntryRecord, entryKey } from '../bus/topics/stream-entries';
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
-import { encodeTxRecord } from '../bus/topics/stream-transactions';
+import { encodeTxRecord, PUBKEY_SZ, SIGNATURE_SZ } from '../bus/topics/stream-transactions';
 import { encodeTransaction } from '../proto/wire';
+import { SlotEntryIndex, type Placement } from './entry/slot-entry-index';
 import type { BatchOutput, PipelineSink } from './pipeline';
 import type { Publisher } from './publisher';
 import type { SlotStatusEvent } from './slot-status';
@@ -14,17 +16,27 @@ export type PublishTarget = Pick<Publisher, 'offer'>;
 // Pipeline output → bus records. Each transaction is encoded to SubscribeResponseTransaction bytes once, here;
 // a batch's records go out in one produce (key = signatures[0], observed-at = the batch's first shred
 // arrival). A slot's first shred becomes one stream.slots record; each status the shreds show for a slot (its first
-// shred included) one stream.slot-status record, through the same queue so the topic keeps the derived order. Encoding happens inside push(), so queued
-// items hold compact records rather than decoded views.
+// shred included) one stream.slot-status record, through the same queue so the topic keeps the derived order. Each
+// decoded entry (ticks included) becomes one stream.entries record, produced after the batch's transactions (their
+// latency comes first), with the entry's slot-wide position when known (entry/slot-entry-index.ts) and its
+// transactions' wire bytes. Encoding happens inside push(), so queued items hold compact records rather than
+// decoded views.
 
 export interface IngestTopics {
   transactions: string;
   slots: string;
   /** Slot statuses (bus/topics/stream-slot-status.ts); absent = not published (callers that name their own topics). */
   slotStatus?: string;
+  /** Absent: no entry records are published. */
+  entries?: string;
 }
 
-export const DEFAULT_TOPICS: IngestTopics = { transactions: TOPIC.streamTransactions, slots: TOPIC.streamSlots, slotStatus: TOPIC.streamSlotStatus };
+export const DEFAULT_TOPICS: IngestTopics = {
+  transactions: TOPIC.streamTransactions,
+  slots: TOPIC.streamSlots,
+  slotStatus: TOPIC.streamSlotStatus,
+  entries: TOPIC.streamEntries,
+};
 
 /** The stream.transactions records of one batch, in transaction order. */
 export function batchRecords(out: BatchOutput): ProduceRecord[] {
@@ -40,6 +52,36 @@ export function batchRecords(out: BatchOutput): ProduceRecord[] {
   return records;
 }
 
+/**
+ * The stream.entries records of one batch, in entry order: its whole entries (a batch that failed part-way publishes
+ * the entries before the failure; the transactions decoded in the entry it stopped in go to stream.transactions
+ * only, since that entry's header promises more than was read). `at` = the slot-wide position of the batch's first
+ * entry, null when unknown.
+ */
+export function entryRecords(out: BatchOutput, at: Placement | null): ProduceRecord[] {
+  const { slot, firstShred, firstSeenMs } = out.batch;
+  const records = new Array<ProduceRecord>(out.entries.length);
+  let entry = at?.entry ?? 0;
+  let tx = at?.tx ?? 0;
+  for (let i = 0; i < out.entries.length; i++) {
+    const e = out.entries[i]!;
+    const signatures = Buffer.allocUnsafe(e.txs.length * SIGNATURE_SZ);
+    const txs = e.txs.map((d, t) => {
+      d.tx.signatures[0]!.copy(signatures, t * SIGNATURE_SZ);
+      const wire = e.wires[t]!;
+      // staticKeys is a view into the same batch payload as the wire bytes: its offset within them.
+      return { wire, keysOffset: d.staticKeys.byteOffset - wire.byteOffset, keyCount: d.staticKeys.length / PUBKEY_SZ };
+    });
+    records[i] = {
+      key: entryKey(slot, firstShred, i),
+      value: encodeEntryRecord({ slot, index: at === null ? null : { entry, firstTx: tx }, batchFirstShred: firstShred, indexInBatch: i, numHashes: e.numHashes, hash: e.hash, observedAtMs: firstSeenMs, signatures, txs }),
+    };
+    entry++;
+    tx += e.txs.length;
+  }
+  return records;
+}
+
 export interface PublishSinkOptions {
   topics?: IngestTopics;
   /** Completion of a batch's last set → its produce resolved, ms (bench, latency histogram). */
@@ -50,15 +92,25 @@ export function publishSink(publisher: PublishTarget, opts: PublishSinkOptions =
   const topics = opts.topics ?? DEFAULT_TOPICS;
   const onLatency = opts.onLatency;
   const statusTopic = topics.slotStatus;
+  const entriesTopic = topics.entries;
+  const positions = new SlotEntryIndex();
   return {
     batch(out) {
-      if (out.txs.length === 0) return; // ticks only: nothing to stream
-      const completedMs = out.batch.completedMs;
-      publisher.offer({
-        topic: topics.transactions,
-        records: batchRecords(out),
-        onPublished: onLatency === undefined ? undefined : (doneMs) => onLatency(doneMs - completedMs),
-      });
+      if (out.txs.length > 0) {
+        const completedMs = out.batch.completedMs;
+        publisher.offer({
+          topic: topics.transactions,
+          records: batchRecords(out),
+          onPublished: onLatency === undefined ? undefined : (doneMs) => onLatency(doneMs - completedMs),
+        });
+      }
+      if (entriesTopic === undefined) return;
+      // Every batch is counted, empty ones too (they tile the slot like the others).
+      let txs = 0;
+      for (const e of out.entries) txs += e.txs.length;
+      const b = out.batch;
+      const at = positions.place(b.slot, b.firstShred, b.lastShred, out.entries.length, txs, out.decode.ok);
+      if (out.entries.length > 0) publisher.offer({ topic: entriesTopic, records: entryRecords(out, at) });
     },
     slot(slot, firstSeenMs) {
       publisher.offer({ topic: topics.slots, records: [{ key: slotKey(slot), value: encodeSlotRecord({ slot, firstSeenMs }) }] });

@@ -43,16 +43,34 @@ export interface IngestExtras {
   rpc?: RpcCall;
 }
 
+/**
+ * `topics` without the entries topic when the bus does not have it (a Kafka cluster set up before stream.entries,
+ * with createTopics off): producing to it would fail after the client's retries, and the publisher's one produce
+ * in flight would hold the transactions behind each failing entries item.
+ */
+export async function withReadableEntries(bus: Bus, topics: IngestTopics, log: Log): Promise<IngestTopics> {
+  if (topics.entries === undefined) return topics;
+  try {
+    await bus.endOffsets(topics.entries);
+    return topics;
+  } catch (e) {
+    log.warn({ topic: topics.entries, err: e instanceof Error ? e.message : String(e) }, 'ingest: entries topic not on the bus; entry records are not published (create it to serve v2 entries and RAW)');
+    const { entries: _absent, ...rest } = topics;
+    return rest;
+  }
+}
+
 export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras: IngestExtras = {}): Promise<RunningIngest> {
   const registry = extras.registry ?? metrics;
   const leaders = leaderKeysFor(cfg.leader, log, extras.rpc);
+  const topicsReady = withReadableEntries(bus, extras.topics ?? DEFAULT_TOPICS, log);
   let warmup: NodeJS.Timeout | undefined;
   await Promise.race([leaders.ready, new Promise<void>((r) => (warmup = setTimeout(r, LEADER_WARMUP_MS)))]);
   clearTimeout(warmup);
+  const topics = await topicsReady;
 
   const latency: Histogram = registry.histogram('meridian_ingest_publish_latency_ms', 'Last set of a batch completed → its produce resolved');
   const publisher = new Publisher(bus, { maxItems: cfg.publishQueueBatches, log });
-  const topics = extras.topics ?? DEFAULT_TOPICS;
   const statusTopic = topics.slotStatus;
   const node = cfg.chain;
   // The chain node's statuses go through the same publisher as ingest's own (one queue, one partition, one order),

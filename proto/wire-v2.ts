@@ -15,12 +15,16 @@
 //   +6   u64 LE   seq — written by stampSeq when the update is handed to the transport, so dropped updates
 //                 never leave a hole
 //   +14  per stream: 0x22 filters[] (transaction updates), or the whole body of a control update
-//   ...  shared:     0x12 cursor ‖ 0x1a created_at ‖ 0x2a transaction | 0x32 slot (encoded once per record)
+//   ...  shared:     0x12 cursor ‖ 0x1a created_at ‖ 0x2a transaction | 0x32 slot | 0x62 entry (encoded once
+//                    per record)
 //
 //   Transaction:  0x08 slot varint, 0x12 signature, 0x1a decoded (arpc SubscribeResponseTransaction bytes from
 //                 ingest, unchanged), 0x22 raw, 0x2a loaded, 0x32 observed_at
 //   LoadedAddresses: 0x0a writable[], 0x12 readonly[], 0x1a unresolved_tables[] (32 bytes each)
 //   SlotUpdate:   0x08 slot, 0x10 status, 0x1a observed_at, 0x22 dead_reason
+//   Entry:        0x08 slot, 0x10 index, 0x18 index_known, 0x20 starting_transaction_index, 0x28 num_hashes,
+//                 0x32 hash, 0x38 transaction_count, 0x42 signatures[], 0x48 batch_first_shred, 0x50 index_in_batch,
+//                 0x5a observed_at
 //   Gap:          0x0a from_cursor, 0x10 reason, 0x18 count, 0x20 first_slot, 0x28 last_slot
 //   ReplayComplete 0x08 replayed; Heartbeat 0x08 newest_slot; FilterAck 0x0a id, 0x10 status, 0x1a reason,
 //   0x22 reason_code; Pong 0x08 id (int32)
@@ -44,6 +48,7 @@ const REPLAY_COMPLETE_TAG = 0x42;
 const HEARTBEAT_TAG = 0x4a;
 const FILTER_ACK_TAG = 0x52;
 const PONG_TAG = 0x5a;
+const ENTRY_TAG = 0x62;
 
 export const SlotStatus = { firstShredReceived: 1, completed: 2, processed: 3, confirmed: 4, finalized: 5, dead: 6, decoded: 7 } as const;
 export const GapReason = { slowConsumer: 1, retention: 2 } as const;
@@ -232,6 +237,30 @@ export function encodeSlotShared(cursor: Uint8Array, createdAtMs: number, slot: 
   const s = new Fields().u64(0x08, slot).varint(0x10, status).message(0x1a, timestamp(observedAtMs));
   if (deadReason !== '') s.bytes(0x22, Buffer.from(deadReason, 'utf8'));
   return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(SLOT_TAG, s).toBuffer();
+}
+
+/** The entry fields a shared part carries (bus/topics/stream-entries.ts decodes them). */
+export interface EntryFields {
+  slot: bigint;
+  index: { entry: number; firstTx: number } | null;
+  numHashes: bigint;
+  hash: Uint8Array;
+  /** T × 64 bytes: each transaction's first signature. */
+  signatures: Uint8Array;
+  batchFirstShred: number;
+  indexInBatch: number;
+  observedAtMs: number;
+}
+
+/** The shared part of an entry update: cursor ‖ created_at ‖ entry. */
+export function encodeEntryShared(cursor: Uint8Array, createdAtMs: number, e: EntryFields): Buffer {
+  const n = e.signatures.length / 64;
+  const f = new Fields().u64(0x08, e.slot);
+  if (e.index !== null) f.varint(0x10, e.index.entry).varint(0x18, 1).varint(0x20, e.index.firstTx);
+  f.u64(0x28, e.numHashes).bytes(0x32, e.hash).varint(0x38, n);
+  for (let i = 0; i < n; i++) f.bytes(0x42, e.signatures.subarray(i * 64, (i + 1) * 64), true);
+  f.varint(0x48, e.batchFirstShred).varint(0x50, e.indexInBatch).message(0x5a, timestamp(e.observedAtMs));
+  return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(ENTRY_TAG, f).toBuffer();
 }
 
 /** The per-stream part of a transaction update: the ids of the filters that matched. */

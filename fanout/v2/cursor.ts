@@ -10,12 +10,15 @@
 //       P × varint  next offset of partitions 0..P-1 (< 2^53)
 // A topic the stream does not read is left out; a cursor without the transactions topic is refused. Tag 3
 // (stream.slot-status) came later: a cursor without it is still valid, and the hub places the status topic from
-// the cursor's slots position (hub.ts, resolveStart).
+// the cursor's slots position (hub.ts, resolveStart). Tag 4 (stream.entries) came later too: cursors made before
+// it have no entries tag and are still valid (the hub decides what a missing topic means).
 
 export const CURSOR_VERSION = 1;
 /** Tags of the stream topics; the order they appear in a cursor. */
-export const TopicTag = { transactions: 1, slots: 2, slotStatus: 3 } as const;
+export const TopicTag = { transactions: 1, slots: 2, slotStatus: 3, entries: 4 } as const;
 export type TopicTag = (typeof TopicTag)[keyof typeof TopicTag];
+const KNOWN_TAGS: ReadonlySet<number> = new Set(Object.values(TopicTag));
+const isTopicTag = (t: number): t is TopicTag => KNOWN_TAGS.has(t);
 /** bus/config.ts allows up to 1024 stream partitions. */
 const MAX_PARTITIONS = 1024;
 
@@ -81,7 +84,7 @@ export function decodeCursor(b: Uint8Array): CursorDecode {
   let lastTag = 0;
   while (o < b.length) {
     const tag = b[o++]!;
-    if (tag !== TopicTag.transactions && tag !== TopicTag.slots && tag !== TopicTag.slotStatus) return { ok: false, reason: `unknown topic tag ${tag}` };
+    if (!isTopicTag(tag)) return { ok: false, reason: `unknown topic tag ${tag}` };
     if (tag <= lastTag) return { ok: false, reason: 'topic tags out of order' };
     lastTag = tag;
     const n = readVarint(b, o);

@@ -1,13 +1,15 @@
 import type { Bus, BusMessage, Consumer } from '../../bus/bus';
 import type { Rental } from '../../bus/topics/rentals';
 import { decodeSlotStatusRecord, SlotStatusCode } from '../../bus/topics/stream-slot-status';
+import { decodeEntryRecord, entryTxKeys, type EntryRecord } from '../../bus/topics/stream-entries';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord, SIGNATURE_SZ, type TxRecord } from '../../bus/topics/stream-transactions';
 import type { UsageSink } from '../../bus/usage-producer';
 import type { Log } from '../../infra/base/log';
-import { encodeLoadedAddresses, encodeSlotShared, encodeTxShared, SlotStatus } from '../../proto/wire-v2';
+import { encodeEntryShared, encodeLoadedAddresses, encodeSlotShared, encodeTxShared, SlotStatus } from '../../proto/wire-v2';
 import type { FanoutConfig } from '../config';
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
+import type { CompiledFilterSet } from '../filter';
 import { FilterIndex, type Match } from '../filter-index';
 import { noResolution, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../loaded-addresses';
 import { readLookups } from '../lookup-tables/read-lookups';
@@ -50,6 +52,16 @@ import { SlotTimeline } from './slot-timeline';
 // are applied at the transaction's own slot, so a table extended or deactivated since gives the same answer). What
 // can differ from the live stream is only a record whose table was unresolved live (the miss flag said so) and is
 // held by the time of the replay, or the reverse (a table closed since, no longer fetchable).
+//
+// Entries and RAW. stream.entries records (one per entry, with its transactions' wire bytes) advance the position
+// like the other topics, through the same in-order hold. Streams with Start.entries get one Entry update per
+// record. Filters delivered RAW are matched here against each entry transaction's static keys (a view into the
+// record: no decode), only while some stream holds one; the DECODED path skips their bits. A RAW transaction's
+// update carries the cursor after its entry record when it is the last one of that entry the stream gets, else
+// the cursor before the record (the same offsets with this partition at the record itself): a resume never skips
+// the rest of an entry, and may repeat its earlier transactions (proto/stream_v2.proto's header says so).
+// Without the entries topic (absent on the bus when the fanout started), entries and RAW are refused with the
+// reason, and cursors name transactions and slots only.
 
 export interface V2HubOptions {
   bus: Bus;
@@ -88,6 +100,8 @@ interface Held {
   tx: boolean;
   /** A stream.slot-status record (tx false). */
   status?: true;
+  /** A stream.entries record (tx is false). */
+  entry?: boolean;
   record: TxRecord | null;
   lookups: readonly TableLookup[] | null;
   loaded: LoadedAddresses | null;
@@ -116,6 +130,10 @@ export class V2Hub {
   private closed = false;
   /** Streams holding a filter with match_loaded_addresses: while 0, no record is resolved. */
   private loadedStreams = 0;
+  /** Streams holding a filter delivered RAW: while 0, entry records' transactions are not matched. */
+  private rawStreams = 0;
+  /** Why stream.entries is not read (null when it is). */
+  private entriesOff: string | null = 'this fanout does not read stream.entries';
   private held: Array<Held | undefined> = [];
   private heldHead = 0;
   private heldBytes = 0;
@@ -128,7 +146,7 @@ export class V2Hub {
   readonly resolver: LoadedAddressResolver;
   /** gzip/zstd of shared parts, once per part and encoding, for every stream that negotiated one. */
   readonly compression = new UpdateCompression();
-  readonly counts = { delivered: 0, deliveredTransactions: 0, bytes: 0, replaysStarted: 0, outOfRange: 0, resolved: 0, held: 0, heldCapped: 0 };
+  readonly counts = { delivered: 0, deliveredTransactions: 0, bytes: 0, replaysStarted: 0, outOfRange: 0, resolved: 0, held: 0, heldCapped: 0, entries: 0 };
 
   constructor(
     private readonly cfg: FanoutConfig,
@@ -154,7 +172,11 @@ export class V2Hub {
       hubCursor: () => this.cursor(),
       livePosition: () => this.livePosition(),
       newestSlot: () => this.newest,
-      resolveStart: (s) => this.resolveStart(s),
+      resolveStart: (s, entries) => this.resolveStart(s, entries),
+      get entriesUnavailable() {
+        return hub.entriesOff;
+      },
+      rawFilters: (_s, on) => void (this.rawStreams += on ? 1 : -1),
       openReplay: (from, onBatch) => this.openReplay(from, onBatch),
       watch: (s) => void this.replaying.add(s),
       admitReplay: () => {
@@ -193,6 +215,20 @@ export class V2Hub {
    * Where the fanout's reader starts: transactions at `txEnds` (live), slots at `slotsStarts` (the retained
    * history feeds the slot timeline; live slot updates begin at `slotsEnds`). Called once before any record.
    */
+  /**
+   * Where the reader starts on stream.entries (its end offsets: live), or null with the reason it is not read.
+   * Called once, before init().
+   */
+  initEntries(ends: Map<number, string> | null, why = 'the topic is absent'): void {
+    if (ends === null) {
+      this.entriesOff = `${this.cfg.topics.entries}: ${why}`;
+      return;
+    }
+    this.entriesOff = null;
+    this.position.set(TopicTag.entries, toArray(ends));
+    this.cursorCache = null;
+  }
+
   init(txEnds: Map<number, string>, slotsStarts: Map<number, string>, slotsEnds: Map<number, string>, statusEnds?: Map<number, string>): void {
     this.position.set(TopicTag.transactions, toArray(txEnds));
     this.position.set(TopicTag.slots, toArray(slotsStarts));
@@ -299,6 +335,7 @@ export class V2Hub {
         this.heldBytes -= e.m.value?.length ?? 0;
         if (e.tx) this.processTx(e.m, e.record, e.lookups, e.loaded);
         else if (e.status === true) this.processStatus(e.m);
+        else if (e.entry === true) this.processEntry(e.m);
         else this.processSlot(e.m);
       }
       if (this.heldHead === this.held.length) {
@@ -359,21 +396,118 @@ export class V2Hub {
     for (const mt of matches) {
       const s = mt.sub;
       if (!s.isLive || !s.aboveFloor(TopicTag.transactions, p, o) || r.slot < s.minSlot) continue;
+      const mask = mt.mask & ~s.rawMask; // RAW filters take their transactions from stream.entries
+      if (mask === 0) continue;
       cursor ??= this.cursor();
-      const withLoaded = loaded !== null && (mt.mask & s.loadedMask) !== 0;
+      const withLoaded = loaded !== null && (mask & s.loadedMask) !== 0;
       if (withLoaded) loadedBody ??= encodeLoadedAddresses(loaded);
       if (s.hasFloor) {
         // Resumed ahead of this hub on some partition: its own cursor until the hub passes (rare, short).
         const own = s.cursor();
         if (own !== cursor) {
-          s.deliverTx(mt.mask, mt.set, this.txShared(own, m.key, r, withLoaded ? loadedBody! : null), own, false);
+          s.deliverTx(mask, mt.set, this.txShared(own, m.key, r, withLoaded ? loadedBody! : null), own, false);
           continue;
         }
       }
       const sh = withLoaded ? (sharedLoaded ??= this.txShared(cursor, m.key, r, loadedBody!)) : (shared ??= this.txShared(cursor, m.key, r, null));
-      s.deliverTx(mt.mask, mt.set, sh, cursor, false);
+      s.deliverTx(mask, mt.set, sh, cursor, false);
     }
     this.afterRecord();
+  }
+
+  onEntry(m: BusMessage): void {
+    if (this.entriesOff !== null) return;
+    if (this.heldHead === this.held.length) return this.processEntry(m);
+    this.hold({ m, tx: false, entry: true, record: null, lookups: null, loaded: null, ready: true });
+  }
+
+  private processEntry(m: BusMessage): void {
+    const p = m.partition;
+    const o = Number(m.offset);
+    const offs = this.position.get(TopicTag.entries)!;
+    if (o < (offs[p] ?? 0)) return;
+    if (o > (offs[p] ?? 0)) this.liveGap(TopicTag.entries, p, offs[p] ?? 0, o);
+    offs[p] = o + 1;
+    this.cursorCache = null;
+    if (m.value === null) return;
+    const d = decodeEntryRecord(m.value);
+    if (!d.ok) return this.afterRecord();
+    const r = d.record;
+    this.counts.entries++;
+    if (r.slot > this.newest) this.newest = r.slot;
+    let shared: Buffer | undefined;
+    let cursor: Buffer | undefined;
+    for (const s of this.sessions) {
+      if (!s.entries || !s.isLive || !s.aboveFloor(TopicTag.entries, p, o) || r.slot < s.minSlot) continue;
+      cursor ??= this.cursor();
+      if (s.hasFloor) {
+        const own = s.cursor();
+        if (own !== cursor) {
+          s.deliverEntry(encodeEntryShared(own, this.now(), r), own, false);
+          continue;
+        }
+      }
+      shared ??= encodeEntryShared(cursor, this.now(), r);
+      s.deliverEntry(shared, cursor, false);
+    }
+    if (this.rawStreams > 0 && this.index.size.subscribers > 0) this.deliverRaw(r, p, o);
+    this.afterRecord();
+  }
+
+  /** The RAW transactions of a live entry record (the position has moved past it). */
+  private deliverRaw(r: EntryRecord, p: number, o: number): void {
+    const perStream = this.matchRaw(this.index, r, (s) => s.isLive && s.aboveFloor(TopicTag.entries, p, o) && r.slot >= s.minSlot);
+    if (perStream === null) return;
+    const after = this.cursor();
+    const beforePos = clonePosition(this.position);
+    beforePos.get(TopicTag.entries)![p] = o;
+    const before = encodeCursor(beforePos);
+    // Shared parts per transaction, for the two cursors (most entries are matched by one stream or the same few).
+    const cache = new Map<number, Buffer>();
+    for (const [s, list] of perStream) {
+      let own: { after: Buffer; before: Buffer } | null = null;
+      if (s.hasFloor) {
+        const a = s.cursor();
+        if (a !== after) own = { after: a, before: withEntryOffset(a, p, o) };
+      }
+      for (let k = 0; k < list.length; k++) {
+        const { i, mask, set } = list[k]!;
+        const last = k === list.length - 1;
+        if (own !== null) {
+          const c = last ? own.after : own.before;
+          s.deliverTx(mask, set, this.rawShared(c, r, i), c, false);
+          continue;
+        }
+        const key = i * 2 + (last ? 1 : 0);
+        let sh = cache.get(key);
+        if (sh === undefined) {
+          sh = this.rawShared(last ? after : before, r, i);
+          cache.set(key, sh);
+        }
+        s.deliverTx(mask, set, sh, last ? after : before, false);
+      }
+    }
+  }
+
+  /** Each stream's RAW matches among an entry record's transactions, in entry order; null when there are none. */
+  private matchRaw(index: FilterIndex<V2Session>, r: EntryRecord, ok: (s: V2Session) => boolean): Map<V2Session, Array<{ i: number; mask: number; set: CompiledFilterSet }>> | null {
+    let out: Map<V2Session, Array<{ i: number; mask: number; set: CompiledFilterSet }>> | null = null;
+    for (let i = 0; i < r.txs.length; i++) {
+      for (const mt of index.match(entryTxKeys(r.txs[i]!))) {
+        const s = mt.sub;
+        const mask = mt.mask & s.rawMask;
+        if (mask === 0 || !ok(s)) continue;
+        out ??= new Map();
+        let l = out.get(s);
+        if (l === undefined) out.set(s, (l = []));
+        l.push({ i, mask, set: mt.set });
+      }
+    }
+    return out;
+  }
+
+  private rawShared(cursor: Buffer, r: EntryRecord, i: number): Buffer {
+    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature: r.signatures.subarray(i * SIGNATURE_SZ, (i + 1) * SIGNATURE_SZ), decoded: null, raw: r.txs[i]!.wire, observedAtMs: r.observedAtMs, loaded: null });
   }
 
   onSlot(m: BusMessage): void {
@@ -495,17 +629,25 @@ export class V2Hub {
 
   private topicOf(tag: TopicTag): string {
     if (tag === TopicTag.slotStatus) return this.cfg.topics.slotStatus;
+    if (tag === TopicTag.entries) return this.cfg.topics.entries;
     return tag === TopicTag.transactions ? this.cfg.topics.transactions : this.cfg.topics.slots;
   }
 
   private tagOf(topic: string): TopicTag {
     if (topic === this.cfg.topics.transactions) return TopicTag.transactions;
-    return topic === this.cfg.topics.slots ? TopicTag.slots : TopicTag.slotStatus;
+    if (topic === this.cfg.topics.slots) return TopicTag.slots;
+    return topic === this.cfg.topics.entries ? TopicTag.entries : TopicTag.slotStatus;
   }
 
-  /** The stream topics this hub reads, in tag order (the status topic only when the fanout has it). */
+  /**
+   * The stream topics this hub reads, in tag order: the status topic only when the fanout has it, entries only when
+   * the bus has them.
+   */
   private tags(): TopicTag[] {
-    return this.position.has(TopicTag.slotStatus) ? [TopicTag.transactions, TopicTag.slots, TopicTag.slotStatus] : [TopicTag.transactions, TopicTag.slots];
+    const tags: TopicTag[] = [TopicTag.transactions, TopicTag.slots];
+    if (this.position.has(TopicTag.slotStatus)) tags.push(TopicTag.slotStatus);
+    if (this.entriesOff === null) tags.push(TopicTag.entries);
+    return tags;
   }
 
   private async openReplay(from: Position, onBatch: (records: ReplayRecord[]) => Promise<void>): Promise<Consumer> {
@@ -563,6 +705,7 @@ export class V2Hub {
       if (got !== null) return void deliver(lookups, got);
       return new Promise<void>((resolve) => (wake = resolve));
     }
+    if (r.tag === TopicTag.entries) return void this.replayEntry(s, index, r, cursor);
     if (!s.slots) return;
     if (r.tag === TopicTag.slotStatus) {
       const st = decodeSlotStatusRecord(r.value);
@@ -575,6 +718,26 @@ export class V2Hub {
     if (sr === null || sr.slot < s.minSlot || !s.admitSlotStatus(sr.slot, SlotStatusCode.firstShredReceived)) return;
     const c = cursor();
     s.deliverSlot(encodeSlotShared(c, this.now(), sr.slot, SlotStatus.firstShredReceived, sr.firstSeenMs), c, true);
+  }
+
+  /** One entry record of a replay: its Entry update, and its RAW transactions for this stream's filters. */
+  private replayEntry(s: V2Session, index: FilterIndex<V2Session>, rec: ReplayRecord, cursor: () => Buffer): void {
+    const d = decodeEntryRecord(rec.value!);
+    if (!d.ok || d.record.slot < s.minSlot) return;
+    const r = d.record;
+    if (s.entries) {
+      const c = cursor();
+      s.deliverEntry(encodeEntryShared(c, this.now(), r), c, true);
+    }
+    if (s.rawMask === 0) return;
+    const list = this.matchRaw(index, r, () => true)?.get(s);
+    if (list === undefined) return;
+    const after = cursor();
+    const before = withEntryOffset(after, rec.partition, rec.offset);
+    for (let k = 0; k < list.length; k++) {
+      const c = k === list.length - 1 ? after : before;
+      s.deliverTx(list[k]!.mask, list[k]!.set, this.rawShared(c, r, list[k]!.i), c, true);
+    }
   }
 
   // ---- start resolution -------------------------------------------------------------------------------------------
@@ -634,7 +797,7 @@ export class V2Hub {
     return streamError('outOfRange', { what, oldest: this.oldest(starts) });
   }
 
-  async resolveStart(s: V2Start): Promise<ResolvedStart | StreamError> {
+  async resolveStart(s: V2Start, entries = false): Promise<ResolvedStart | StreamError> {
     const from = s.from;
     if (from === undefined) return { position: null, minSlot: 0n };
     const starts = await this.starts();
@@ -650,6 +813,12 @@ export class V2Hub {
         // A cursor from before the status topic (or from a fanout without it): place the status topic where the
         // cursor's slots position was appended, so the statuses of the slots it has not seen yet are replayed.
         pos.set(TopicTag.slotStatus, await this.statusPositionFor(pos.get(TopicTag.slots)!));
+      }
+      if (this.entriesOff !== null) pos.delete(TopicTag.entries);
+      else if (!pos.has(TopicTag.entries)) {
+        // A cursor from before stream.entries was served: it names no point to resume entries from without a gap.
+        if (entries) return streamError('invalidStart', { why: `cursor names no position in ${this.cfg.topics.entries} (made before entries were served): start entries and RAW from a slot or a time` });
+        pos.set(TopicTag.entries, this.livePosition().get(TopicTag.entries)!);
       }
       // The bus's end offsets only matter for a cursor ahead of this hub (the hub never reads past the end).
       let ahead = false;
@@ -677,7 +846,7 @@ export class V2Hub {
       if (from.slot < oldest.slot) return this.outOfRange(`slot ${from.slot}`, starts);
       const mark = this.timeline.atOrAfter(from.slot)!;
       const at = mark.appendedAtMs - SLOT_START_MARGIN_MS;
-      const pos = await this.positionsAt(at, starts, `slot ${from.slot}`, [TopicTag.transactions]);
+      const pos = await this.positionsAt(at, starts, `slot ${from.slot}`, [TopicTag.transactions, TopicTag.entries]);
       if ('code' in pos) return pos;
       pos.get(TopicTag.slots)![mark.partition] = Math.min(pos.get(TopicTag.slots)![mark.partition]!, mark.offset);
       return { position: pos, minSlot: from.slot };
@@ -720,4 +889,14 @@ export class V2Hub {
     this.replaying.delete(s);
     this.usage?.ended(s);
   }
+}
+
+/** `cursor` with one entries-topic partition set back to `offset` (the cursor before that record). */
+function withEntryOffset(cursor: Buffer, partition: number, offset: number): Buffer {
+  const d = decodeCursor(cursor);
+  if (!d.ok) return cursor; // our own encoding: cannot happen
+  const offs = d.position.get(TopicTag.entries);
+  if (offs === undefined) return cursor;
+  offs[partition] = offset;
+  return encodeCursor(d.position);
 }

@@ -9,11 +9,14 @@ export interface V2Start {
   lagPolicy: 'close' | 'skip';
   raw: boolean;
   slots: boolean;
+  /** Start.entries: send Entry updates. */
+  entries?: boolean;
 }
 
 export interface V2Request {
   start?: V2Start;
-  add?: { id: string; spec: FilterSpec; raw: boolean; matchLoaded: boolean };
+  /** raw: the filter asks for RAW; decoded: it asks for DECODED explicitly (neither: the stream's encoding). */
+  add?: { id: string; spec: FilterSpec; raw: boolean; matchLoaded: boolean; decoded?: boolean };
   remove?: string;
   ping?: number;
 }
@@ -30,13 +33,14 @@ export function decodeV2Request(bytes: Uint8Array): V2Request {
         const t = s.getTime()!;
         from = { timeMs: t.getSeconds() * 1000 + Math.floor(t.getNanos() / 1e6) };
       }
-      return { start: { from, lagPolicy: s.getLagPolicy() === LagPolicy.LAG_POLICY_SKIP ? 'skip' : 'close', raw: s.getEncoding() === TransactionEncoding.TRANSACTION_ENCODING_RAW, slots: s.getSlots() } };
+      return { start: { from, lagPolicy: s.getLagPolicy() === LagPolicy.LAG_POLICY_SKIP ? 'skip' : 'close', raw: s.getEncoding() === TransactionEncoding.TRANSACTION_ENCODING_RAW, slots: s.getSlots(), entries: s.getEntries() } };
     }
     case SubscribeRequest.RequestCase.ADD_FILTER: {
       const a = m.getAddFilter()!;
       const f = a.getFilter();
       const spec: FilterSpec = { include: f?.getAccountIncludeList() ?? [], exclude: f?.getAccountExcludeList() ?? [], required: f?.getAccountRequiredList() ?? [] };
-      return { add: { id: a.getId(), spec, raw: f?.getEncoding() === TransactionEncoding.TRANSACTION_ENCODING_RAW, matchLoaded: f?.getMatchLoadedAddresses() ?? false } };
+      const enc = f?.getEncoding();
+      return { add: { id: a.getId(), spec, raw: enc === TransactionEncoding.TRANSACTION_ENCODING_RAW, matchLoaded: f?.getMatchLoadedAddresses() ?? false, decoded: enc === TransactionEncoding.TRANSACTION_ENCODING_DECODED } };
     }
     case SubscribeRequest.RequestCase.REMOVE_FILTER:
       return { remove: m.getRemoveFilter()!.getId() };

@@ -50,7 +50,12 @@ export interface V2Context {
   /** Where a live start begins (the hub's position; the slots topic past the history read at start). */
   livePosition(): Position;
   newestSlot(): bigint;
-  resolveStart(req: NonNullable<V2Request['start']>): Promise<ResolvedStart | StreamError>;
+  /** `entries`: the stream reads stream.entries (Entry updates or RAW filters), so a cursor must name it. */
+  resolveStart(req: NonNullable<V2Request['start']>, entries: boolean): Promise<ResolvedStart | StreamError>;
+  /** Why this server serves no entries and no RAW (stream.entries is not read); null when it does. */
+  readonly entriesUnavailable: string | null;
+  /** This stream now has (true) or no longer has (false) a filter delivered RAW. */
+  rawFilters(s: V2Session, on: boolean): void;
   /** Opens a bus reader for this session's replay from `from` (independent, explicit offsets). */
   /** The session now replays: the hub checks its hand-over after each live record. */
   watch(s: V2Session): void;
@@ -95,12 +100,19 @@ const MAX_FILTER_ID_BYTES = 128;
 export class V2Session {
   state: State = 'new';
   slots = false;
+  /** Start.entries: Entry updates. */
+  entries = false;
   minSlot = 0n;
   /** Statuses sent per slot, for once-each-in-order (slot-order.ts). */
   private readonly slotOrder = new SlotStatusOrder();
   filters: CompiledFilterSet | null = null;
   /** Bits (of a match mask over `filters`) of the filters with match_loaded_addresses. */
   loadedMask = 0;
+  /** Bits of the filters delivered RAW (from stream.entries): RAW ones, and DEFAULT ones on a RAW stream. */
+  rawMask = 0;
+  private streamRaw = false;
+  /** Each filter's own encoding request. */
+  private readonly encodings = new Map<string, 'raw' | 'decoded' | 'default'>();
   private readonly specs = new Map<string, FilterSpec>();
   /** Ids of the filters with match_loaded_addresses. */
   private readonly loadedIds = new Set<string>();
@@ -192,7 +204,7 @@ export class V2Session {
   handle(r: V2Request): void {
     if (this.state === 'ended') return;
     if (r.ping !== undefined) this.push(encodePong(this.ctx.now(), r.ping), null, 0);
-    if (r.add !== undefined) this.addFilter(r.add.id, r.add.spec, r.add.raw, r.add.matchLoaded);
+    if (r.add !== undefined) this.addFilter(r.add.id, r.add.spec, r.add.raw ? 'raw' : r.add.decoded === true ? 'decoded' : 'default', r.add.matchLoaded);
     if (r.remove !== undefined) this.removeFilter(r.remove);
     if (r.start !== undefined) this.start(r.start);
   }
@@ -201,15 +213,19 @@ export class V2Session {
     this.push(encodeFilterAck(this.ctx.now(), { id, status, reason, reasonCode }), null, 0);
   }
 
-  private addFilter(id: string, spec: FilterSpec, raw: boolean, matchLoaded: boolean): void {
+  private addFilter(id: string, spec: FilterSpec, encoding: 'raw' | 'decoded' | 'default', matchLoaded: boolean): void {
     if (id.length === 0 || Buffer.byteLength(id, 'utf8') > MAX_FILTER_ID_BYTES) return this.ack(id, FilterAckStatus.invalid, `filter id must be 1–${MAX_FILTER_ID_BYTES} bytes`, 'invalid_filter_id');
-    if (raw) return this.ack(id, FilterAckStatus.invalid, 'TRANSACTION_ENCODING_RAW is not served yet; use DECODED', 'unsupported_encoding');
+    const raw = encoding === 'raw' || (encoding === 'default' && this.streamRaw);
+    const unavailable = this.ctx.entriesUnavailable;
+    if (raw && unavailable !== null) return this.ack(id, FilterAckStatus.invalid, `TRANSACTION_ENCODING_RAW is not served here: ${unavailable}`, 'unsupported_encoding');
+    // RAW transactions come from entry records, which carry no lookup-table resolution (hub.ts).
+    if (raw && matchLoaded) return this.ack(id, FilterAckStatus.invalid, 'match_loaded_addresses is served with DECODED transactions only', 'unsupported_combination');
     const entries = new Map(this.specs);
     entries.set(id, spec);
     const loaded = new Set(this.loadedIds);
     if (matchLoaded) loaded.add(id);
     else loaded.delete(id);
-    this.apply(id, entries, loaded);
+    this.apply(id, entries, loaded, encoding);
   }
 
   private removeFilter(id: string): void {
@@ -222,7 +238,7 @@ export class V2Session {
   }
 
   /** Compiles the whole set with the change (unchanged filters are reused), or acknowledges why not. */
-  private apply(id: string, entries: Map<string, FilterSpec>, loaded: Set<string>): void {
+  private apply(id: string, entries: Map<string, FilterSpec>, loaded: Set<string>, encoding?: 'raw' | 'decoded' | 'default'): void {
     const now = this.ctx.now();
     const lim = this.ctx.limits;
     if (!this.rate.allow(now)) return this.ack(id, FilterAckStatus.rateLimited, `more than ${lim.maxFilterUpdatesPerSec} filter requests per second`, 'subscribe_rate_limit');
@@ -231,8 +247,10 @@ export class V2Session {
     if (keys > lim.maxKeysPerStream) return this.ack(id, FilterAckStatus.limitReached, `filters would hold ${keys} keys (at most ${lim.maxKeysPerStream} per stream)`, 'too_many_keys');
     if (this.ctx.index.totalKeys - this.ctx.index.keysOf(this) + keys > lim.maxKeysTotal) return this.ack(id, FilterAckStatus.limitReached, `the server holds its maximum of ${lim.maxKeysTotal} filter keys`, 'filter_capacity');
     if (list.length === 0) {
+      this.encodings.clear();
       this.specs.clear();
       this.setLoaded(loaded, null);
+      this.setRaw(null);
       this.filters = null;
       this.ctx.index.remove(this);
       this.replayIndex?.remove(this);
@@ -247,7 +265,10 @@ export class V2Session {
     }
     this.specs.clear();
     for (const [k, v] of list) this.specs.set(k, v);
+    if (encoding === undefined) this.encodings.delete(id);
+    else this.encodings.set(id, encoding);
     this.setLoaded(loaded, compiled.set);
+    this.setRaw(compiled.set);
     this.filters = compiled.set;
     this.idsCache.clear();
     this.ctx.index.replace(this, compiled.set);
@@ -269,18 +290,39 @@ export class V2Session {
     if (was !== (mask !== 0)) this.ctx.loadedFilters(this, mask !== 0);
   }
 
+  /** Takes the bits in `set` of the filters delivered RAW; tells the hub when the stream starts or stops having any. */
+  private setRaw(set: CompiledFilterSet | null): void {
+    const was = this.rawMask !== 0;
+    let mask = 0;
+    for (const f of set?.filters ?? []) {
+      const e = this.encodings.get(f.name);
+      if (e === 'raw' || (e === 'default' && this.streamRaw)) mask |= 1 << f.slot;
+    }
+    this.rawMask = mask;
+    if (was !== (mask !== 0)) this.ctx.rawFilters(this, mask !== 0);
+  }
+
   private start(s: NonNullable<V2Request['start']>): void {
     if (this.state !== 'new') return this.fail(streamError('invalidStart', { why: 'already_started: a stream takes one Start' }));
     this.slots = s.slots;
+    this.entries = s.entries ?? false;
     this.skipPolicy = s.lagPolicy === 'skip';
-    if (s.raw) return this.fail(streamError('invalidStart', { why: 'TRANSACTION_ENCODING_RAW is not served yet; use DECODED' }));
+    const unavailable = this.ctx.entriesUnavailable;
+    if ((s.raw || this.entries) && unavailable !== null) return this.fail(streamError('invalidStart', { why: `entries and TRANSACTION_ENCODING_RAW are not served here: ${unavailable}` }));
+    if (s.raw) {
+      for (const id of this.loadedIds) {
+        if (this.encodings.get(id) === 'default') return this.fail(streamError('invalidStart', { why: `filter ${JSON.stringify(id.slice(0, 64))} sets match_loaded_addresses, which is served with DECODED only: give it encoding DECODED` }));
+      }
+      this.streamRaw = true;
+      this.setRaw(this.filters);
+    }
     if (s.from === undefined) {
       this.floor = this.ctx.livePosition();
       this.state = 'live';
       return;
     }
     this.state = 'resolving';
-    this.ctx.resolveStart(s).then(
+    this.ctx.resolveStart(s, this.entries || this.rawMask !== 0).then(
       (r) => this.begin(r),
       (e: unknown) => this.fail(streamError('replayFailed', { why: e instanceof Error ? e.message : String(e) })),
     );
@@ -435,6 +477,12 @@ export class V2Session {
     this.push(this.encoding === 'identity' ? frameUpdate(EMPTY, shared) : this.ctx.compression.frame(this.encoding, EMPTY, shared), cursor, 0);
   }
 
+  /** An Entry update: `shared` is encoded once per entry record for every stream. */
+  deliverEntry(shared: Buffer, cursor: Buffer, fromReplay: boolean): void {
+    if (fromReplay) this.replayed++;
+    this.push(frameUpdate(EMPTY, shared), cursor, 0);
+  }
+
   /** Bus records [fromCursor, cursor) were lost before anyone read them (retention). */
   gap(fromCursor: Buffer, cursor: Buffer, count: number): void {
     this.push(encodeGap(cursor, this.ctx.now(), { fromCursor, reason: GapReason.retention, count, firstSlot: 0n, lastSlot: 0n }), cursor, 0);
@@ -556,6 +604,7 @@ export class V2Session {
     this.queue.close();
     this.ctx.index.remove(this);
     this.setLoaded(new Set(), null);
+    this.setRaw(null);
     this.filters = null;
   }
 }

@@ -44,6 +44,8 @@ export interface Entry {
   /** View into the batch payload. */
   hash: Buffer;
   txs: DecodedTxn[];
+  /** Each transaction's wire bytes (views into the batch payload), parallel to `txs`: stream.entries carries them. */
+  wires: Buffer[];
 }
 
 export interface BlockMarker {
@@ -96,6 +98,7 @@ export function decodeEntryBatch(payload: Buffer, slot: bigint): BatchDecode {
     off += ENTRY_HEAD_SZ;
     if (txCount < 0 || txCount > (payload.length - off) / MIN_TX_SZ) return { ok: false, reason: 'bad_tx_count', at: off - TX_COUNT_SZ, entries, partial };
     const txs = new Array<DecodedTxn>(txCount);
+    const wires = new Array<Buffer>(txCount);
     for (let t = 0; t < txCount; t++) {
       const r = readTransaction(payload, off, slot);
       if (!r.ok) {
@@ -106,9 +109,10 @@ export function decodeEntryBatch(payload: Buffer, slot: bigint): BatchDecode {
         return { ok: false, reason: 'bad_transaction', txReason: r.reason, at: off, entries, partial: before };
       }
       txs[t] = r;
+      wires[t] = payload.subarray(off, off + r.wireLen);
       off += r.wireLen;
     }
-    entries.push({ numHashes, hash, txs });
+    entries.push({ numHashes, hash, txs, wires });
   }
   if (!allZero(payload, off)) return { ok: false, reason: 'trailing_garbage', at: off, entries, partial };
   return { ok: true, entries, consumed: off, trailingZeros: payload.length - off, marker };

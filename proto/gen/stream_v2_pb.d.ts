@@ -81,6 +81,9 @@ export class Start extends jspb.Message {
   getSlots(): boolean;
   setSlots(value: boolean): void;
 
+  getEntries(): boolean;
+  setEntries(value: boolean): void;
+
   getFromCase(): Start.FromCase;
   serializeBinary(): Uint8Array;
   toObject(includeInstance?: boolean): Start.AsObject;
@@ -100,6 +103,7 @@ export namespace Start {
     lagPolicy: LagPolicyMap[keyof LagPolicyMap],
     encoding: TransactionEncodingMap[keyof TransactionEncodingMap],
     slots: boolean,
+    entries: boolean,
   }
 
   export enum FromCase {
@@ -272,6 +276,11 @@ export class SubscribeUpdate extends jspb.Message {
   getPong(): Pong | undefined;
   setPong(value?: Pong): void;
 
+  hasEntry(): boolean;
+  clearEntry(): void;
+  getEntry(): Entry | undefined;
+  setEntry(value?: Entry): void;
+
   getUpdateCase(): SubscribeUpdate.UpdateCase;
   serializeBinary(): Uint8Array;
   toObject(includeInstance?: boolean): SubscribeUpdate.AsObject;
@@ -296,6 +305,7 @@ export namespace SubscribeUpdate {
     heartbeat?: Heartbeat.AsObject,
     filterAck?: FilterAck.AsObject,
     pong?: Pong.AsObject,
+    entry?: Entry.AsObject,
   }
 
   export enum UpdateCase {
@@ -307,6 +317,7 @@ export namespace SubscribeUpdate {
     HEARTBEAT = 9,
     FILTER_ACK = 10,
     PONG = 11,
+    ENTRY = 12,
   }
 }
 
@@ -535,6 +546,74 @@ export namespace LoadedAddresses {
     writableList: Array<Uint8Array | string>,
     readonlyList: Array<Uint8Array | string>,
     unresolvedTablesList: Array<Uint8Array | string>,
+  }
+}
+
+export class Entry extends jspb.Message {
+  getSlot(): number;
+  setSlot(value: number): void;
+
+  getIndex(): number;
+  setIndex(value: number): void;
+
+  getIndexKnown(): boolean;
+  setIndexKnown(value: boolean): void;
+
+  getStartingTransactionIndex(): number;
+  setStartingTransactionIndex(value: number): void;
+
+  getNumHashes(): number;
+  setNumHashes(value: number): void;
+
+  getHash(): Uint8Array | string;
+  getHash_asU8(): Uint8Array;
+  getHash_asB64(): string;
+  setHash(value: Uint8Array | string): void;
+
+  getTransactionCount(): number;
+  setTransactionCount(value: number): void;
+
+  clearSignaturesList(): void;
+  getSignaturesList(): Array<Uint8Array | string>;
+  getSignaturesList_asU8(): Array<Uint8Array>;
+  getSignaturesList_asB64(): Array<string>;
+  setSignaturesList(value: Array<Uint8Array | string>): void;
+  addSignatures(value: Uint8Array | string, index?: number): Uint8Array | string;
+
+  getBatchFirstShred(): number;
+  setBatchFirstShred(value: number): void;
+
+  getIndexInBatch(): number;
+  setIndexInBatch(value: number): void;
+
+  hasObservedAt(): boolean;
+  clearObservedAt(): void;
+  getObservedAt(): google_protobuf_timestamp_pb.Timestamp | undefined;
+  setObservedAt(value?: google_protobuf_timestamp_pb.Timestamp): void;
+
+  serializeBinary(): Uint8Array;
+  toObject(includeInstance?: boolean): Entry.AsObject;
+  static toObject(includeInstance: boolean, msg: Entry): Entry.AsObject;
+  static extensions: {[key: number]: jspb.ExtensionFieldInfo<jspb.Message>};
+  static extensionsBinary: {[key: number]: jspb.ExtensionFieldBinaryInfo<jspb.Message>};
+  static serializeBinaryToWriter(message: Entry, writer: jspb.BinaryWriter): void;
+  static deserializeBinary(bytes: Uint8Array): Entry;
+  static deserializeBinaryFromReader(message: Entry, reader: jspb.BinaryReader): Entry;
+}
+
+export namespace Entry {
+  export type AsObject = {
+    slot: number,
+    index: number,
+    indexKnown: boolean,
+    startingTransactionIndex: number,
+    numHashes: number,
+    hash: Uint8Array | string,
+    transactionCount: number,
+    signaturesList: Array<Uint8Array | string>,
+    batchFirstShred: number,
+    indexInBatch: number,
+    observedAt?: google_protobuf_timestamp_pb.Timestamp.AsObject,
   }
 }
 

@@ -358,6 +358,7 @@ export async function benchFanout(): Promise<BenchResult[]> {
   await bus.createTopics([
     { name: ktopics.transactions, partitions: 1, compacted: false },
     { name: ktopics.slots, partitions: 1, compacted: false },
+    { name: ktopics.entries, partitions: 1, compacted: false },
   ]);
   const kchild = await FanoutChild.start({ bus: 'kafka', brokers, fanout: { topics: ktopics, heartbeatMs: 10_000, queueMaxMessages: 50_000, queueMaxBytes: 64 << 20 } });
   try {

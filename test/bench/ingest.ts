@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { EmbeddedBus } from '../../bus/embedded';
 import { encodeEntryBatch } from '../../ingest/entry/entries';
 import { Pipeline, nowMs, type PipelineStats } from '../../ingest/pipeline';
-import { publishSink } from '../../ingest/publish-sink';
+import { DEFAULT_TOPICS, publishSink } from '../../ingest/publish-sink';
 import { Publisher } from '../../ingest/publisher';
 import { publicKeyFromSeed } from '../../ingest/shred/ed25519';
 import { fixedLeader } from '../../ingest/shred/leader-keys';
@@ -110,17 +110,21 @@ function checkComplete(s: PipelineStats, stream: Stream, what: string): void {
   }
 }
 
-function throughput(name: string, stream: Stream, leader: Buffer, loss: number): BenchResult {
+/** `entries` false: the sink publishes no stream.entries records (the cost they add, as a same-run reference). */
+function throughput(name: string, stream: Stream, leader: Buffer, loss: number, entries = true): BenchResult {
   const rand = rng(11);
   const packets = loss === 0 ? stream.packets : stream.packets.filter(() => rand() >= loss);
   let records = 0;
   // The sink builds the records (encode included) and drops them: this case measures the CPU side only.
-  const sink = publishSink({
-    offer: (item) => {
-      if (item.topic !== 'stream.slots') records += item.records.length;
-      return true;
+  const sink = publishSink(
+    {
+      offer: (item) => {
+        if (item.topic === DEFAULT_TOPICS.transactions) records += item.records.length;
+        return true;
+      },
     },
-  });
+    entries ? {} : { topics: { transactions: DEFAULT_TOPICS.transactions, slots: DEFAULT_TOPICS.slots } },
+  );
   const p = pipelineFor(leader, sink);
   const sampler = new ProcessSampler().start();
   const t0 = performance.now();
@@ -209,6 +213,7 @@ export async function benchIngest(): Promise<BenchResult[]> {
   throughput('warm-up', stream, leader, 0);
   const results = [
     throughput('throughput: loss-free', stream, leader, 0),
+    throughput('throughput: loss-free, no stream.entries records (reference)', stream, leader, 0, false),
     throughput(`throughput: ${LOSS * 100}% of shreds missing`, stream, leader, LOSS),
     await latency(stream, leader),
   ];

@@ -4,12 +4,14 @@ import { framedEncoder, wireEncoder } from '../../fanout/encoder';
 import { Fanout } from '../../fanout/fanout';
 import { V2Hub } from '../../fanout/v2/hub';
 import { encodeCursor, TopicTag } from '../../fanout/v2/cursor';
+import { encodeEntryRecord } from '../../bus/topics/stream-entries';
 import { makeTx, quietLog, testConfig, testKey, testKey58, txRecord, uniqueTopics } from '../fanout/support';
 import type { BenchResult } from './stats';
 
 // v2's server-side cost per delivered message beside v1's, in the same run, at the hub (no sockets: the transport's
 // cost is the same for both and is measured by the fanout-raw bench): 200 streams with one filter each, every
-// transaction matching all of them. And replay throughput (bus → one stream, records/s) beside live delivery.
+// transaction matching all of them. RAW delivery (from stream.entries records, 4 transactions each) beside DECODED in
+// the same loop. And replay throughput (bus → one stream, records/s) beside live delivery.
 
 const STREAMS = 200;
 const RECORDS = 5_000;
@@ -40,6 +42,26 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   // The same streams with gzip negotiated, on a hub of their own: each record compressed once for all of them.
   const gz = new V2Hub(cfg, { bus, ...v1.shared, log: quietLog() });
   gz.init(new Map([[0, '0']]), new Map([[0, '0']]), new Map([[0, '0']]));
+  // RAW: the same transactions as stream.entries records, 4 per entry. The wire bodies are synthetic (the hub never
+  // decodes them: it slices the static keys at the offset the record names and copies the bytes), 300 bytes each.
+  const v2r = new V2Hub(cfg, { bus, ...v1.shared, log: quietLog() });
+  v2r.initEntries(new Map([[0, '0']]));
+  v2r.init(new Map([[0, '0']]), new Map([[0, '0']]), new Map([[0, '0']]));
+  const PER_ENTRY = 4;
+  const entryMsgs: BusMessage[] = [];
+  for (let i = 0; i < RECORDS; i += PER_ENTRY) {
+    const group = txs.slice(i, i + PER_ENTRY);
+    const value = encodeEntryRecord({
+      slot: 9n, index: { entry: i / PER_ENTRY, firstTx: i }, batchFirstShred: 0, indexInBatch: i / PER_ENTRY, numHashes: 1n, hash: Buffer.alloc(32, 1), observedAtMs: Date.now(),
+      signatures: Buffer.concat(group.map((t) => t.signature)),
+      txs: group.map((t) => {
+        const wire = Buffer.alloc(300, 7);
+        t.keys.copy(wire, 68);
+        return { wire, keysOffset: 68, keyCount: t.keys.length / 32 };
+      }),
+    });
+    entryMsgs.push({ topic: topics.entries, partition: 0, offset: String(i / PER_ENTRY), key: null, value, headers: {}, timestamp: Date.now() } as BusMessage);
+  }
   const spec = { include: [testKey58(1, 99)], exclude: [], required: [] };
   for (let i = 0; i < STREAMS; i++) {
     const s1 = v1.open({ ...sink });
@@ -53,15 +75,21 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
     if ('code' in s3) throw new Error(s3.details);
     s3.handle({ add: { id: 'a', spec, raw: false, matchLoaded: false } });
     s3.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
+    const s4 = v2r.open({ ...sink }, undefined, undefined);
+    if ('code' in s4) throw new Error(s4.details);
+    s4.handle({ add: { id: 'a', spec, raw: true, matchLoaded: false } });
+    s4.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
   }
   // Warm-up on the first fifth, measure on the rest, v1 and v2 interleaved per chunk.
   const warm = RECORDS / 5;
   v1.onBatch(msgs.slice(0, warm));
   for (const m of msgs.slice(0, warm)) v2.onTransaction(m);
   for (const m of msgs.slice(0, warm)) gz.onTransaction(m);
+  for (const m of entryMsgs.slice(0, warm / PER_ENTRY)) v2r.onEntry(m);
   let us1 = 0;
   let us2 = 0;
   let us3 = 0;
+  let us4 = 0;
   for (let i = warm; i < RECORDS; i += 500) {
     const chunk = msgs.slice(i, i + 500);
     us1 += cpuUs(() => v1.onBatch(chunk));
@@ -70,6 +98,10 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
     });
     us3 += cpuUs(() => {
       for (const m of chunk) gz.onTransaction(m);
+    });
+    const echunk = entryMsgs.slice(i / PER_ENTRY, (i + 500) / PER_ENTRY);
+    us4 += cpuUs(() => {
+      for (const m of echunk) v2r.onEntry(m);
     });
   }
   const delivered = (RECORDS - warm) * STREAMS;
@@ -86,12 +118,19 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
       figures: { gzip_us: +(us3 / delivered).toFixed(3), v2_us: +(us2 / delivered).toFixed(3), compressions_per_record: +(gz.compression.counts.compressed / RECORDS).toFixed(3), bytes_ratio: +(gz.compression.counts.outBytes / gz.compression.counts.inBytes).toFixed(3) },
       note: 'each record\'s shared part is deflated once for all streams; a stream adds a copy of the compressed part and a CRC over its filter ids and seq',
     },
+    {
+      bench: 'stream-v2',
+      case: `hub CPU per delivered RAW transaction (stream.entries, ${PER_ENTRY} per entry), ${STREAMS} streams, all matching`,
+      figures: { v2_raw_us: +(us4 / delivered).toFixed(3), v2_decoded_us: +(us2 / delivered).toFixed(3), ratio: +(us4 / us2).toFixed(2) },
+      note: 'RAW updates of one entry but its last carry the cursor before the record: two shared parts per transaction at most',
+    },
   ];
   gz.close();
   // Replay: the same records on the bus, one stream replaying them from offset 0, beside live delivery to one stream.
   await bus.produce(topics.transactions, txs.map((t) => txRecord(t)));
   v1.close();
   v2.close();
+  v2r.close();
   const v1b = new Fanout(cfg, framedEncoder(wireEncoder), quietLog());
   const hub = new V2Hub(cfg, { bus, ...v1b.shared, log: quietLog() });
   hub.init(new Map([[0, String(RECORDS)]]), new Map([[0, '0']]), new Map([[0, '0']]));

@@ -86,6 +86,7 @@ async function startOne(cc: ChildConfig): Promise<One> {
     await bus.createTopics([
       { name: cfg.topics.transactions, partitions: 1, compacted: false },
       { name: cfg.topics.slots, partitions: 1, compacted: false },
+      { name: cfg.topics.entries, partitions: 1, compacted: false },
     ]);
   }
   const fanout = await startFanout(cfg, bus, emptyRegistry(), log);

@@ -226,6 +226,7 @@ describe('a recording of the demo topics replayed into a fanout gives v1 subscri
         const brokers = kind === 'kafka' ? await kafkaBrokers() : [];
         bus = kind === 'kafka' ? new KafkaBus({ brokers, clientId: 'recorded-stream-test', log: quietLog() }) : new EmbeddedBus({ log: quietLog() });
         assert.equal(await prepareTopics(bus, meta, rename), null);
+        await bus.createTopics([{ name: topics.entries, partitions: 1, compacted: false }]); // not recorded: v2 reads it
         fanout = await startFanout(testConfig({ topics, heartbeatMs: 1000 }), bus, emptyRegistry(), quietLog());
 
         const all = new RawSubscriber(fanout.address);

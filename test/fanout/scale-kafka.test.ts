@@ -28,6 +28,7 @@ describe('fanout horizontal scale on Kafka (two processes)', function () {
     await bus.createTopics([
       { name: topics.transactions, partitions: 1, compacted: false },
       { name: topics.slots, partitions: 1, compacted: false },
+      { name: topics.entries, partitions: 1, compacted: false },
     ]);
     const cc = { bus: 'kafka' as const, brokers, fanout: { topics, heartbeatMs: 60_000 } };
     children.push(...(await Promise.all([FanoutChild.start(cc), FanoutChild.start(cc)])));

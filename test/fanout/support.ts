@@ -98,7 +98,7 @@ let topicCounter = 0;
 export function uniqueTopics(tag = 'fanout'): FanoutConfig['topics'] {
   const n = `${tag}.${process.pid}.${Date.now().toString(36)}.${topicCounter++}`;
   // No status topic unless a test creates one (fanout.topics.slotStatus: '' = not read).
-  return { transactions: `${n}.transactions`, slots: `${n}.slots`, slotStatus: '' };
+  return { transactions: `${n}.transactions`, slots: `${n}.slots`, slotStatus: '', entries: `${n}.entries` };
 }
 
 /** A logger that writes nowhere (LOG=1 in the environment shows the lines). */
@@ -134,6 +134,7 @@ export async function startTestFanout(
   await bus.createTopics([
     { name: cfg.topics.transactions, partitions: 1, compacted: false },
     { name: cfg.topics.slots, partitions: 1, compacted: false },
+    { name: cfg.topics.entries, partitions: 1, compacted: false },
   ]);
   const fanout = await startFanout(cfg, bus, rentals, quietLog(), opts);
   return {

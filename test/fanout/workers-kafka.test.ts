@@ -40,7 +40,7 @@ describe('fanout workers on Kafka (fanout.workers = 2, one port)', function () {
   let bus: KafkaBus;
   let pool: FanoutWorkers | undefined;
   const clients: StreamClient[] = [];
-  let topics: { transactions: string; slots: string };
+  let topics: ReturnType<typeof uniqueTopics>;
 
   before(async () => {
     const brokers = await kafkaBrokers();
@@ -49,6 +49,7 @@ describe('fanout workers on Kafka (fanout.workers = 2, one port)', function () {
     await bus.createTopics([
       { name: topics.transactions, partitions: 1, compacted: false },
       { name: topics.slots, partitions: 1, compacted: false },
+      { name: topics.entries, partitions: 1, compacted: false },
     ]);
     const config = parseConfig({
       bus: { kind: 'kafka', brokers, createTopics: false },
@@ -187,6 +188,7 @@ describe('fanout.workers in config and in the launcher', function () {
     await bus.createTopics([
       { name: topics.transactions, partitions: 1, compacted: false },
       { name: topics.slots, partitions: 1, compacted: false },
+      { name: topics.entries, partitions: 1, compacted: false },
     ]);
     const running = await launch(cfg, quietLog());
     const clients: StreamClient[] = [];

@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Timestamp } from 'google-protobuf/google/protobuf/timestamp_pb';
-import { FilterAdd, FilterRemove, LagPolicy, Ping, Start, SubscribeRequest, TransactionFilter, type SubscribeUpdate } from '../../../proto/gen/stream_v2_pb';
+import { FilterAdd, FilterRemove, LagPolicy, Ping, Start, SubscribeRequest, TransactionEncoding, TransactionFilter, type SubscribeUpdate } from '../../../proto/gen/stream_v2_pb';
 import { openV2Stream, type V2Stream } from '../../../proto/service-v2';
 import { waitFor } from '../../support/wait';
 
@@ -12,6 +12,9 @@ export interface StartOpts {
   timeMs?: number;
   skip?: boolean;
   slots?: boolean;
+  entries?: boolean;
+  /** The stream's encoding: RAW. */
+  raw?: boolean;
 }
 
 export class V2Client {
@@ -27,12 +30,13 @@ export class V2Client {
     this.stream.on('status', (s: grpc.StatusObject) => (this.status = s));
   }
 
-  add(id: string, include: string[], more: { exclude?: string[]; required?: string[]; matchLoaded?: boolean } = {}): void {
+  add(id: string, include: string[], more: { exclude?: string[]; required?: string[]; matchLoaded?: boolean; encoding?: 'raw' | 'decoded' } = {}): void {
     const f = new TransactionFilter();
     f.setAccountIncludeList(include);
     f.setAccountExcludeList(more.exclude ?? []);
     f.setAccountRequiredList(more.required ?? []);
     f.setMatchLoadedAddresses(more.matchLoaded ?? false);
+    if (more.encoding !== undefined) f.setEncoding(more.encoding === 'raw' ? TransactionEncoding.TRANSACTION_ENCODING_RAW : TransactionEncoding.TRANSACTION_ENCODING_DECODED);
     const a = new FilterAdd();
     a.setId(id);
     a.setFilter(f);
@@ -69,6 +73,8 @@ export class V2Client {
     }
     if (o.skip === true) s.setLagPolicy(LagPolicy.LAG_POLICY_SKIP);
     s.setSlots(o.slots ?? false);
+    s.setEntries(o.entries ?? false);
+    if (o.raw === true) s.setEncoding(TransactionEncoding.TRANSACTION_ENCODING_RAW);
     const r = new SubscribeRequest();
     r.setStart(s);
     this.stream.write(r);

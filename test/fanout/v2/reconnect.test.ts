@@ -57,6 +57,7 @@ for (const { kind, transports } of VARIANTS) {
       await pubBus.createTopics([
         { name: topics.transactions, partitions: 1, compacted: false },
         { name: topics.slots, partitions: 1, compacted: false },
+        { name: topics.entries, partitions: 1, compacted: false },
       ]);
       const start = async (i: number): Promise<FanoutHandle> => {
         const f = await startFanout(testConfig({ topics, heartbeatMs: 100, transport: transports[i] }), await newBus(), emptyRegistry(), quietLog());

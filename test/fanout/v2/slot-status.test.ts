@@ -45,7 +45,7 @@ describe('stream v2 slot statuses (stream.slot-status), embedded bus', function 
     const topics = { ...uniqueTopics('slot-status'), slotStatus: '' };
     topics.slotStatus = `${topics.slots}-status`;
     cfg = testConfig({ topics, heartbeatMs: 200 });
-    await bus.createTopics([topics.transactions, topics.slots, topics.slotStatus].map((name) => ({ name, partitions: 1, compacted: false })));
+    await bus.createTopics([topics.transactions, topics.slots, topics.slotStatus, topics.entries].map((name) => ({ name, partitions: 1, compacted: false })));
     fanout = await startFanout(cfg, bus, emptyRegistry(), quietLog());
   });
 

@@ -27,7 +27,7 @@ for (const transport of ['h2', 'grpc-js'] as const) {
     this.timeout(180_000);
     let bus: KafkaBus;
     let pool: FanoutWorkers | undefined;
-    let topics: { transactions: string; slots: string };
+    let topics: ReturnType<typeof uniqueTopics>;
     const clients: V2Client[] = [];
     const key = testKey(9, 23);
     const key58 = testKey58(9, 23);
@@ -41,6 +41,7 @@ for (const transport of ['h2', 'grpc-js'] as const) {
       await bus.createTopics([
         { name: topics.transactions, partitions: 1, compacted: false },
         { name: topics.slots, partitions: 1, compacted: false },
+        { name: topics.entries, partitions: 1, compacted: false },
       ]);
       const config = parseConfig({
         bus: { kind: 'kafka', brokers, createTopics: false },

@@ -43,11 +43,11 @@ export interface CaptureRun {
   pipeline: Pipeline;
 }
 
-export async function runCapture(path: string, shredVersion: number, leader: string | Buffer): Promise<CaptureRun> {
+export async function runCapture(path: string, shredVersion: number, leader: string | Buffer, topics: IngestTopics = TEST_TOPICS): Promise<CaptureRun> {
   const packets = readCapture(fs.readFileSync(path)).packets;
   const produces: Produce[] = [];
   const publisher = new Publisher(recordingBus(produces), { maxItems: 1000 });
-  const publish = publishSink(publisher, { topics: TEST_TOPICS });
+  const publish = publishSink(publisher, { topics });
   const outputs: BatchOutput[] = [];
   const slots: bigint[] = [];
   const pipeline = new Pipeline({
