@@ -68,7 +68,10 @@ describe('fanout under hostile load', function () {
         const fed = await child.feed({ rate: RATE, seconds: SECONDS, seq0: published }, 60_000);
         assert.equal(fed.published, RATE * SECONDS);
         published += fed.published;
-        await waitFor(() => readMessages().every((n) => n >= published), 20_000, 'readers caught up', 20);
+        await waitFor(() => readMessages().every((n) => n >= published), 20_000, 'readers caught up', 20).catch(async (e: Error) => {
+          const st = await stats(child);
+          throw new Error(`${e.message} (wave ${w}: readers have ${readMessages().join('/')} of ${published}; subscribers ${st.s.subscribers}, queued ${st.s.queue.bytes} B; ended ${JSON.stringify(st.s.disconnects)}; readers' status ${readers.map((r) => (r.status === undefined ? 'open' : `${r.status.code} ${r.status.details}`)).join(' | ')})`);
+        });
         await waitFor(async () => (await stats(child)).s.subscribers === READERS, 20_000, 'the lag bound ended the rest', 20);
         const during = await stats(child);
         for (const c of idle) c.destroy();
