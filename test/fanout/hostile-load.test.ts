@@ -57,7 +57,11 @@ describe('fanout under hostile load', function () {
       const wave = async (w: number): Promise<{ during: Awaited<ReturnType<typeof stats>>; after: Awaited<ReturnType<typeof stats>> }> => {
         const idle: RawConnection[] = [];
         for (let i = 0; i < NON_READERS; i++) {
-          const c = await RawConnection.connect(child.address);
+          // A 1 KiB stream window: each non-reader takes about one message before its queue starts. With the
+          // default 64 KiB, this test's own process had to take in 300 × 64 KiB at the start of the feed while
+          // its 4 readers waited to be read: they stopped at one window's worth (74–117 of 1,000 messages), as
+          // old in the fanout's eyes as the non-readers, and the budget ended them too (Node 20 and 24 alike).
+          const c = await RawConnection.connect(child.address, { initialWindowSize: 1024 });
           idle.push(c);
           const s = c.open();
           // Distinct names: no two of them share an encoded response, so each holds its own bytes.
