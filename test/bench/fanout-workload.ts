@@ -102,7 +102,11 @@ export function nowMs(): number {
 
 /** A publishable record from template `t`: a fresh signature (publish time + seq) in the key and the message. */
 export function stampRecord(t: TxTemplate, seq: number): ProduceRecord {
-  const value = Buffer.from(t.value);
+  // An allocation of the record's own, not Buffer.from (a slice of the shared pool slab): the fanout child's
+  // embedded bus keeps records without copying them (copyOnProduce: false), and a kept pool slice pins its whole
+  // slab (64 KiB on Node 24) with the fanout's short-lived buffers cut from it; bus/embedded.ts copyRecord.
+  const value = Buffer.allocUnsafeSlow(t.value.length);
+  t.value.copy(value);
   const now = nowMs();
   value.writeDoubleLE(now, 4); // observed-at in the record header (TX record layout: +4 f64)
   value.writeDoubleLE(now, t.sigOff + STAMP_OFF);

@@ -232,6 +232,31 @@ describe('EmbeddedBus', () => {
     assert.equal(got.messages.length, 0);
   });
 
+  it('a retained record holds its own bytes, not a shared pool slab (which would pin far more than maxBytes counts)', async () => {
+    // Buffer.from of a small buffer is a slice of a pool slab (8 KiB on Node 20, 64 KiB on Node 24); a record the
+    // log keeps would pin the slab and every short-lived buffer cut from it. Measured on Node 24 before the fix:
+    // 1,000 retained records pinned 44 MiB of slabs (test/fanout/hostile-load.test.ts).
+    const b = make();
+    await b.createTopics([{ name: 'own', partitions: 1, compacted: false }]);
+    await b.produce('own', [
+      { key: Buffer.from('k1'), value: Buffer.from('a small value'), headers: { h: Buffer.from('hv') } },
+      { key: null, value: Buffer.from('no key') },
+      { key: Buffer.from('k3'), value: null },
+    ]);
+    const got = new Collector();
+    await b.consume({ topics: ['own'], from: 'beginning', onBatch: got.onBatch });
+    await waitFor(() => got.messages.length === 3);
+    const sizes = got.messages.map((m) => {
+      const fields = [m.key, m.value, ...Object.values(m.headers)].filter((x): x is Buffer => x !== null);
+      const own = new Set(fields.map((x) => x.buffer));
+      assert.equal(own.size, 1, 'one allocation per record');
+      return [fields.reduce((n, x) => n + x.length, 0), fields[0]!.buffer.byteLength];
+    });
+    assert.deepEqual(sizes, [[2 + 13 + 2, 17], [6, 6], [2, 2]]);
+    assert.equal(got.messages[0]!.headers.h!.toString(), 'hv');
+    assert.equal(got.values().join(','), 'a small value,no key,<null>');
+  });
+
   it('keeps memory bounded under sustained load with no reader', async () => {
     const b = make({ maxMessagesPerPartition: 1000 });
     const t = uniqueName('load');

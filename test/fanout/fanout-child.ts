@@ -46,7 +46,7 @@ export type ChildRequest = { type: 'usage'; gc?: boolean } | { type: 'close' } |
 
 export type ChildReply =
   | { type: 'ready'; address: string }
-  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; now: { rssMb: number; heapMb: number; externalMb: number }; stats: unknown; latency: LatencyCounts; v2?: unknown }
+  | { type: 'usage'; cpuMs: number; rssMb: number; heapMb: number; now: { rssMb: number; heapMb: number; externalMb: number; arrayBuffersMb: number }; stats: unknown; latency: LatencyCounts; v2?: unknown }
   | { type: 'fed'; published: number; elapsedMs: number; lateMs?: number; publishMs?: number }
   | { type: 'error'; message: string };
 
@@ -108,7 +108,7 @@ async function startOne(cc: ChildConfig): Promise<One> {
       }
       const cpu = process.cpuUsage();
       const mem = process.memoryUsage();
-      const now = { rssMb: mem.rss / 2 ** 20, heapMb: mem.heapUsed / 2 ** 20, externalMb: mem.external / 2 ** 20 };
+      const now = { rssMb: mem.rss / 2 ** 20, heapMb: mem.heapUsed / 2 ** 20, externalMb: mem.external / 2 ** 20, arrayBuffersMb: mem.arrayBuffers / 2 ** 20 };
       const r: UsageReply = { type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssMb: Math.max(peakRss, mem.rss) / 2 ** 20, heapMb: Math.max(peakHeap, mem.heapUsed) / 2 ** 20, now, stats: fanout.stats(), v2: fanout.v2Stats(), latency: { buckets: fanoutMetrics.latencyMs.buckets, counts: [...fanoutMetrics.latencyMs.counts], count: fanoutMetrics.latencyMs.count } };
       peakRss = 0;
       peakHeap = 0;
@@ -190,7 +190,7 @@ async function primary(cc: ChildConfig): Promise<void> {
         cpuMs: (own.user + own.system) / 1000 + rs.reduce((n, r) => n + r.cpuMs, 0),
         rssMb: rs.reduce((n, r) => n + r.rssMb, process.memoryUsage().rss / 2 ** 20),
         heapMb: rs.reduce((n, r) => n + r.heapMb, 0),
-        now: { rssMb: rs.reduce((n, r) => n + r.now.rssMb, 0), heapMb: rs.reduce((n, r) => n + r.now.heapMb, 0), externalMb: rs.reduce((n, r) => n + r.now.externalMb, 0) },
+        now: { rssMb: rs.reduce((n, r) => n + r.now.rssMb, 0), heapMb: rs.reduce((n, r) => n + r.now.heapMb, 0), externalMb: rs.reduce((n, r) => n + r.now.externalMb, 0), arrayBuffersMb: rs.reduce((n, r) => n + r.now.arrayBuffersMb, 0) },
         stats: mergeStats(rs.map((r) => r.stats as FanoutStats)),
         latency: { buckets: lat.buckets, counts: lat.counts.map((_c, i) => rs.reduce((n, r) => n + r.latency.counts[i]!, 0)), count: rs.reduce((n, r) => n + r.latency.count, 0) },
       });
