@@ -249,6 +249,7 @@ export class FilterIndex<S> {
   private readonly owners = new Map<S, Owner<S>>();
   private gen = 0;
   private listEntries = 0;
+  private epochN = 0;
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
   private readonly touched: Owner<S>[] = [];
 
@@ -258,6 +259,7 @@ export class FilterIndex<S> {
    * postings, so an update costs what changed, not the size of the map.
    */
   replace(sub: S, set: CompiledFilterSet): void {
+    this.epochN++;
     const old = this.owners.get(sub);
     if (set.filters.length === 0) return this.remove(sub);
     const owner: Owner<S> = old ?? { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
@@ -302,6 +304,7 @@ export class FilterIndex<S> {
   remove(sub: S): void {
     const owner = this.owners.get(sub);
     if (owner === undefined) return;
+    this.epochN++;
     for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
@@ -359,6 +362,20 @@ export class FilterIndex<S> {
     this.entries[e.id] = undefined;
     this.entryFree.push(e.id);
     e.id = -1;
+  }
+
+  /**
+   * Changes whenever a filter is added, removed or replaced: key ids (keyIdAt) are valid only within one epoch
+   * (a removal frees ids and the next addition reuses them). What is derived from key ids (the per-table hit
+   * lists of lookup-tables/table-hits.ts) is dropped when this moves.
+   */
+  get epoch(): number {
+    return this.epochN;
+  }
+
+  /** The key id of the 32 bytes at b[o] (some filter lists them), or -1; valid while `epoch` stays. */
+  keyIdAt(b: Uint8Array, o: number): number {
+    return this.postings.find(b, o);
   }
 
   has(sub: S): boolean {
@@ -453,6 +470,116 @@ export class FilterIndex<S> {
     }
     for (const o of this.matchAll) touch(touched, o, gen);
 
+    const out: SplitMatch<S>[] = [];
+    for (const o of touched) {
+      let mask = 0;
+      let staticMask = 0;
+      for (const e of o.entries) {
+        const cur = e.gen === gen;
+        const f = e.filter;
+        const inc = f.include.length > 0;
+        const req = f.required.length;
+        if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req))) mask |= e.bit;
+        if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req))) staticMask |= e.bit;
+      }
+      if ((mask | staticMask) !== 0) out.push({ sub: o.sub, mask, set: o.set, staticMask });
+    }
+    touched.length = 0;
+    return out;
+  }
+
+  /**
+   * match() over the static keys in keys[0, length) and then the keys whose ids are ids[0, n) (keyIdAt of the
+   * current epoch; -1 is skipped), in that order: the same answer, in the same order, as match() on a block
+   * holding those keys' bytes after the static ones — a key id stands for bytes the index would have found.
+   * The lookup-table path gives the ids of loaded addresses that some filter lists (table-hits.ts), so the
+   * addresses no filter lists cost nothing here.
+   */
+  matchIds(keys: Uint8Array, length: number, ids: Int32Array, n: number): Match<S>[] {
+    const gen = ++this.gen;
+    const touched = this.touched;
+    touched.length = 0;
+    const p = this.postings;
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visit(p.find(keys, off), gen, touched);
+    for (let i = 0; i < n; i++) this.visit(ids[i]!, gen, touched);
+    for (const o of this.matchAll) touch(touched, o, gen);
+
+    const out: Match<S>[] = [];
+    for (const o of touched) {
+      let mask = 0;
+      for (const e of o.entries) {
+        const cur = e.gen === gen;
+        const f = e.filter;
+        if (cur && e.excluded) continue;
+        if (f.include.length > 0 && !(cur && e.includeHit)) continue;
+        if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
+        mask |= e.bit;
+      }
+      if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
+    }
+    touched.length = 0;
+    return out;
+  }
+
+  /** One key of match()/matchIds(): k a key id or -1; a key already visited for this transaction is skipped. */
+  private visit(k: number, gen: number, touched: Owner<S>[]): void {
+    const p = this.postings;
+    if (k < 0 || p.keyGen[k] === gen) return;
+    p.keyGen[k] = gen;
+    const entries = this.entries;
+    for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+      const e = fresh(entries[p.cellEntry[c]!]!, gen);
+      const list = p.cellList[c]!;
+      if (list === INC) {
+        e.includeHit = true;
+        touch(touched, e.owner, gen);
+      } else if (list === REQ) {
+        e.requiredHits++;
+        touch(touched, e.owner, gen);
+      } else e.excluded = true;
+    }
+  }
+
+  /**
+   * matchSplit() with the loaded keys given as ids (as matchIds): static keys in keys[0, length), then ids[0, n)
+   * as loaded keys. The same answer, in the same order, as matchSplit on the block of static + loaded bytes.
+   */
+  matchSplitIds(keys: Uint8Array, length: number, ids: Int32Array, n: number): SplitMatch<S>[] {
+    const gen = ++this.gen;
+    const touched = this.touched;
+    touched.length = 0;
+    const p = this.postings;
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visitSplit(p.find(keys, off), true, gen, touched);
+    for (let i = 0; i < n; i++) this.visitSplit(ids[i]!, false, gen, touched);
+    for (const o of this.matchAll) touch(touched, o, gen);
+    return this.splitOut(gen);
+  }
+
+  private visitSplit(k: number, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
+    const p = this.postings;
+    if (k < 0 || p.keyGen[k] === gen) return;
+    p.keyGen[k] = gen;
+    const entries = this.entries;
+    for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+      const e = freshSplit(entries[p.cellEntry[c]!]!, gen);
+      const list = p.cellList[c]!;
+      if (list === INC) {
+        e.includeHit = true;
+        if (isStatic) e.staticIncludeHit = true;
+        touch(touched, e.owner, gen);
+      } else if (list === REQ) {
+        e.requiredHits++;
+        if (isStatic) e.staticRequiredHits++;
+        touch(touched, e.owner, gen);
+      } else {
+        e.excluded = true;
+        if (isStatic) e.staticExcluded = true;
+      }
+    }
+  }
+
+  private splitOut(gen: number): SplitMatch<S>[] {
+    const touched = this.touched;
     const out: SplitMatch<S>[] = [];
     for (const o of touched) {
       let mask = 0;
