@@ -86,6 +86,8 @@ class Postings {
   keyFree: number[] = [];
   keyTop = 0;
   liveKeys = 0;
+  /** Moves on every key made or dropped (FilterIndex.epoch). */
+  keySetVersion = 0;
   // table of key id + 1 (0: empty)
   table = new Int32Array(MIN_TABLE);
   // cells
@@ -142,6 +144,7 @@ class Postings {
     this.keyGen[k] = 0;
     t[slot] = k + 1;
     this.liveKeys++;
+    this.keySetVersion++;
     const d = digest16(b, o);
     if (this.digestCount[d]! < 0xffff) this.digestCount[d]!++;
     return k;
@@ -152,6 +155,7 @@ class Postings {
     if (this.digestCount[d]! < 0xffff) this.digestCount[d]!--;
     removeId(this.table, this.keyHash, k);
     this.liveKeys--;
+    this.keySetVersion++;
     this.keyFree.push(k);
   }
 
@@ -249,7 +253,8 @@ export class FilterIndex<S> {
   private readonly owners = new Map<S, Owner<S>>();
   private gen = 0;
   private listEntries = 0;
-  private epochN = 0;
+  /** Key-set versions of postings dropped when the index emptied (so that `epoch` never goes back). */
+  private epochBase = 0;
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
   private readonly touched: Owner<S>[] = [];
 
@@ -259,7 +264,6 @@ export class FilterIndex<S> {
    * postings, so an update costs what changed, not the size of the map.
    */
   replace(sub: S, set: CompiledFilterSet): void {
-    this.epochN++;
     const old = this.owners.get(sub);
     if (set.filters.length === 0) return this.remove(sub);
     const owner: Owner<S> = old ?? { sub, set, entries: [], matchAllCount: 0, touchedGen: 0 };
@@ -304,13 +308,13 @@ export class FilterIndex<S> {
   remove(sub: S): void {
     const owner = this.owners.get(sub);
     if (owner === undefined) return;
-    this.epochN++;
     for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
     // Key and cell arrays keep the size of the most ever held (ids stay put); the last subscriber leaving
     // gives it all back.
     if (this.owners.size === 0) {
+      this.epochBase += this.postings.keySetVersion + 1;
       this.postings = new Postings();
       this.entries.length = 0;
       this.entryFree.length = 0;
@@ -365,12 +369,14 @@ export class FilterIndex<S> {
   }
 
   /**
-   * Changes whenever a filter is added, removed or replaced: key ids (keyIdAt) are valid only within one epoch
-   * (a removal frees ids and the next addition reuses them). What is derived from key ids (the per-table hit
-   * lists of lookup-tables/table-hits.ts) is dropped when this moves.
+   * Changes whenever the set of keys the filters list changes (a key listed for the first time, or no longer
+   * listed by any filter): what keyIdAt answers for any bytes stays the same within one epoch (a key's id changes
+   * only by being dropped and made again). A filter replaced by one over keys already listed elsewhere does not
+   * move it. What is derived from key ids (the per-table hit lists of lookup-tables/table-hits.ts) is dropped
+   * when this moves.
    */
   get epoch(): number {
-    return this.epochN;
+    return this.epochBase + this.postings.keySetVersion;
   }
 
   /** The key id of the 32 bytes at b[o] (some filter lists them), or -1; valid while `epoch` stays. */

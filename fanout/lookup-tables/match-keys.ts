@@ -106,9 +106,18 @@ export class MatchKeys {
         while (this.ids.length < n + (to - from)) this.ids = growInts(this.ids);
         const ids = this.ids;
         // Every index is below the usable length (prepare checked), so within the table and its hit list.
-        for (let x = from; x < to; x++) {
-          const id = t[message[x]!]!;
-          if (id >= 0) ids[n++] = id;
+        if (t !== undefined) {
+          for (let x = from; x < to; x++) {
+            const id = t[message[x]!]!;
+            if (id >= 0) ids[n++] = id;
+          }
+        } else {
+          // No list built yet in this epoch (table-hits.ts): the used indexes looked up directly.
+          const addresses = e.view!.addresses;
+          for (let x = from; x < to; x++) {
+            const id = hits.keyIdAt(addresses, message[x]! * 32);
+            if (id >= 0) ids[n++] = id;
+          }
         }
       }
     }

@@ -13,6 +13,12 @@ import type { TableEntry } from './table-cache';
 // transaction may use (usable length, deactivation) is not part of it: the matching path checks that per
 // transaction by the chain's rules, as before.
 //
+// Cost when filters churn: building a list looks up every address of the table (up to 256), so a list is built
+// only once the table has been used BUILD_AFTER times in the epoch; before that a transaction looks up the indexes
+// it uses directly (keyIdAt: what the per-key path did, without the copy). With epochs that change faster than
+// tables are reused, the cost per transaction stays that of the per-key path, plus at most one build per
+// BUILD_AFTER uses (ski rental: never more than about twice what looking up every use directly costs).
+//
 // Memory: one record per table used since the last reset (RECORD_BYTES) plus, for a table with hits, 4 bytes per
 // address (≤ 1 KiB: a table holds at most 256). Past maxBytes every record is dropped at once and rebuilt as tables
 // are used again (counted in `resets`); the epoch moving drops them too.
@@ -22,6 +28,10 @@ const RECORD_BYTES = 96;
 
 /** The default bound on one TableHits (per filter index): 16 MiB, ≥ 16,000 tables with hits. */
 export const DEFAULT_MAX_HIT_BYTES = 16 * 1024 * 1024;
+
+/** Uses of a table in one epoch before its hit list is built: a use looks up ~12 indexes of the table directly,
+ *  a build all of its (up to) 256 addresses, so 16 direct uses cost about one build. */
+export const BUILD_AFTER = 16;
 
 /** What a hit list is made from: FilterIndex's epoch and key ids. */
 export interface KeyIds {
@@ -34,6 +44,10 @@ interface HitRecord {
   words: Int32Array;
   /** Key id per address index (-1: no filter lists it); null when no address of the table is listed. */
   ids: Int32Array | null;
+  /** Uses before the list is built; the list is valid once uses > buildAfter. */
+  uses: number;
+  /** The list alone is past maxBytes: this table is looked up directly for the rest of the epoch. */
+  direct: boolean;
 }
 
 export class TableHits {
@@ -46,7 +60,13 @@ export class TableHits {
   constructor(
     private readonly index: KeyIds,
     private readonly maxBytes = DEFAULT_MAX_HIT_BYTES,
+    private readonly buildAfter = BUILD_AFTER,
   ) {}
+
+  /** The index's key id of the 32 bytes at b[o], or -1 (for a table whose list is not built: idsFor undefined). */
+  keyIdAt(b: Uint8Array, o: number): number {
+    return this.index.keyIdAt(b, o);
+  }
 
   /** Bytes held (records and hit lists), ≤ maxBytes. */
   get bytes(): number {
@@ -59,22 +79,31 @@ export class TableHits {
 
   /**
    * The table's hit list for the index's current epoch: key id per address index, -1 where no filter lists the
-   * address; null when none does. Made now if the table or the filters changed since it was made.
+   * address; null when none does; undefined when it is not built (yet): look the used indexes up with keyIdAt.
    */
-  idsFor(e: TableEntry): Int32Array | null {
+  idsFor(e: TableEntry): Int32Array | null | undefined {
     const epoch = this.index.epoch;
     if (epoch !== this.epoch) {
       this.records.clear();
       this.bytesN = 0;
       this.epoch = epoch;
     }
-    const r = this.records.get(e);
-    if (r !== undefined && r.words === e.words) return r.ids;
+    let r = this.records.get(e);
+    if (r === undefined || r.words !== e.words) {
+      if (r !== undefined) {
+        this.records.delete(e);
+        this.bytesN -= RECORD_BYTES + (r.ids === null ? 0 : r.ids.length * 4);
+      }
+      r = { words: e.words, ids: null, uses: 0, direct: false };
+      this.add(e, r, RECORD_BYTES);
+    }
+    if (r.uses > this.buildAfter) return r.direct ? undefined : r.ids;
+    if (++r.uses <= this.buildAfter) return undefined;
     return this.build(e, r);
   }
 
-  private build(e: TableEntry, old: HitRecord | undefined): Int32Array | null {
-    const words = e.words;
+  private build(e: TableEntry, r: HitRecord): Int32Array | null | undefined {
+    const words = r.words;
     const n = words.length >>> 3;
     const bytes = new Uint8Array(words.buffer, words.byteOffset, n * PUBKEY_LEN);
     let ids: Int32Array | null = null;
@@ -85,19 +114,29 @@ export class TableHits {
       ids[i] = k;
     }
     this.counts.built++;
-    if (ids !== null) this.counts.withHits++;
-    const size = RECORD_BYTES + (ids === null ? 0 : ids.length * 4);
-    if (old !== undefined) {
-      this.bytesN -= RECORD_BYTES + (old.ids === null ? 0 : old.ids.length * 4);
-      this.records.delete(e);
+    if (ids === null) return null;
+    this.counts.withHits++;
+    if (RECORD_BYTES + ids.length * 4 > this.maxBytes) {
+      r.direct = true;
+      return undefined;
     }
+    r.ids = ids;
+    // The list's bytes: past the bound, everything else goes first (this record is taken in again with them).
+    if (this.bytesN + ids.length * 4 > this.maxBytes) {
+      this.records.delete(e);
+      this.bytesN -= RECORD_BYTES;
+      this.add(e, r, RECORD_BYTES + ids.length * 4);
+    } else this.bytesN += ids.length * 4;
+    return ids;
+  }
+
+  private add(e: TableEntry, r: HitRecord, size: number): void {
     if (this.bytesN + size > this.maxBytes) {
       this.records.clear();
       this.bytesN = 0;
       this.counts.resets++;
     }
-    this.records.set(e, { words, ids });
+    this.records.set(e, r);
     this.bytesN += size;
-    return ids;
   }
 }

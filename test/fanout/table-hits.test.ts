@@ -20,7 +20,7 @@ import { rng } from '../support/prng';
 // deactivation and its cool-down, absent and unknown tables, bytes that do not parse; and between rounds the
 // filters (the index's epoch) and the tables (extensions, deactivation, close, seen in the stream) change.
 
-const POOL = 48;
+const POOL = 64;
 
 function bytesOf(rand: () => number, n: number): Buffer {
   const b = Buffer.alloc(n);
@@ -76,8 +76,9 @@ describe('lookup tables: matching against precomputed table hits', () => {
           await new Promise<void>((res) => lt.resolver.resolve([{ table: k, writableIndexes: Buffer.alloc(0), readonlyIndexes: Buffer.alloc(0) }], 10n, () => res()));
         }
         const index = new FilterIndex<number>();
-        const hits = new TableHits(index);
-        const tiny = new TableHits(index, 300); // resets on nearly every table: the rebuild path
+        const hits = new TableHits(index, undefined, 0); // lists built on first use
+        const tiny = new TableHits(index, 300, 0); // resets on nearly every table; some lists alone past the bound
+        const lazy = new TableHits(index); // direct look-ups for a table's first uses in an epoch, then its list
         const randomFilters = (): CompiledFilterSet => {
           const list = (max: number): string[] => Array.from({ length: pick(max + 1) }, () => bs58.encode(poolKey()));
           return compile(
@@ -90,7 +91,7 @@ describe('lookup tables: matching against precomputed table hits', () => {
             }),
           );
         };
-        for (let s = 0; s < 40; s++) index.replace(s, randomFilters());
+        for (let s = 0; s < 25; s++) index.replace(s, randomFilters());
 
         let compared = 0;
         let withLoadedHits = 0;
@@ -122,7 +123,7 @@ describe('lookup tables: matching against precomputed table hits', () => {
             const block = n < 0 ? null : Buffer.from(lt.keys.block.subarray(0, n));
             const want = block === null ? null : index.match(block, block.length).map((m) => [m.sub, m.mask]);
             const wantSplit = block === null ? null : index.matchSplit(block, accountKeys.length, block.length).map((m) => [m.sub, m.mask, m.staticMask]);
-            for (const h of [hits, tiny]) {
+            for (const h of [hits, tiny, lazy]) {
               const got = lt.keys.matchRecord(index, h, accountKeys, message, slot);
               assert.deepEqual(got === null ? null : got.map((m) => [m.sub, m.mask]), want, `round ${round} tx ${t}`);
               const gotSplit = lt.keys.matchSplitRecord(index, h, accountKeys, message, slot);
@@ -136,10 +137,10 @@ describe('lookup tables: matching against precomputed table hits', () => {
           }
           // Filters change (the epoch moves) every third round: replaced, removed, added back. The other rounds
           // change tables only, so a hit list kept past its table's change would show.
-          if (round % 3 === 2) for (let c = 0; c < 5; c++) {
-            const s = pick(45);
-            if (rand() < 0.3) index.remove(s);
-            else index.replace(s, randomFilters());
+          // Many at once, so that keys stop being listed and others take their ids.
+          if (round % 3 === 2) {
+            for (let c = 0; c < 25; c++) index.remove(pick(45));
+            for (let c = 0; c < 25; c++) index.replace(pick(45), randomFilters());
           }
           // Tables change as the stream shows: extend, deactivate, close (tables with an authority only).
           const k = tableKeys[2 * pick(3)]!;
@@ -158,7 +159,7 @@ describe('lookup tables: matching against precomputed table hits', () => {
         assert.equal(compared, 12 * 150);
         // The comparison is not vacuous: loaded addresses changed the answer for many transactions.
         assert.ok(withLoadedHits > 50, `only ${withLoadedHits} transactions matched differently with loaded addresses`);
-        assert.ok(hits.counts.withHits > 0 && tiny.counts.resets > 0, JSON.stringify({ hits: hits.counts, tiny: tiny.counts }));
+        assert.ok(hits.counts.withHits > 0 && tiny.counts.resets > 0 && lazy.counts.withHits > 0, JSON.stringify({ hits: hits.counts, tiny: tiny.counts, lazy: lazy.counts }));
         assert.ok(tiny.bytes <= 300);
       } finally {
         lt.close();
@@ -166,15 +167,26 @@ describe('lookup tables: matching against precomputed table hits', () => {
     });
   }
 
-  it('moves the index epoch on every filter change, not on a no-op removal', () => {
+  it('moves the index epoch when the set of listed keys changes, and only then', () => {
     const index = new FilterIndex<number>();
+    const key = (b: number): string => bs58.encode(Buffer.alloc(32, b));
     const e0 = index.epoch;
-    index.replace(1, compile([{ include: [bs58.encode(Buffer.alloc(32, 1))], exclude: [], required: [] }]));
-    assert.notEqual(index.epoch, e0);
+    index.replace(1, compile([{ include: [key(1)], exclude: [], required: [] }]));
     const e1 = index.epoch;
-    index.remove(2); // not there: nothing changes
+    assert.notEqual(e1, e0);
+    index.remove(2); // not there
+    index.replace(2, compile([{ include: [], exclude: [], required: [key(1)] }])); // a key already listed
+    index.remove(2);
     assert.equal(index.epoch, e1);
-    index.remove(1);
-    assert.notEqual(index.epoch, e1);
+    index.replace(2, compile([{ include: [key(2)], exclude: [], required: [] }]));
+    const e2 = index.epoch;
+    assert.notEqual(e2, e1);
+    index.remove(2); // key(2) no longer listed
+    assert.notEqual(index.epoch, e2);
+    const e3 = index.epoch;
+    index.remove(1); // the index empties (its postings are dropped): the epoch still moves on, never back
+    assert.ok(index.epoch > e3);
+    index.replace(1, compile([{ include: [key(1)], exclude: [], required: [] }]));
+    assert.ok(index.epoch > e3 + 1);
   });
 });
