@@ -18,6 +18,7 @@ import { KeyRate } from './update-rate';
 import type { TxRecord } from '../bus/topics/stream-transactions';
 import type { LookupTables } from './lookup-tables/lookup-tables';
 import { readLookups } from './lookup-tables/read-lookups';
+import { TableHits } from './lookup-tables/table-hits';
 import type { Match } from './filter-index';
 
 // The hub between the bus and the sessions: every stream.transactions record is de-duplicated by signature,
@@ -88,6 +89,8 @@ interface NamesField {
 
 export class Fanout {
   private readonly index = new FilterIndex<Session>();
+  /** Which addresses of each held table the index's filters list (matchV1: matched against tables, not keys). */
+  private readonly tableHits = new TableHits(this.index);
   private readonly sessions = new Set<Session>();
   private readonly txSeen: RecentKeys;
   private readonly slotSeen = new RecentKeys(SLOT_DEDUPE_WINDOW);
@@ -249,10 +252,9 @@ export class Fanout {
     const r = d.record;
     this.lookupTables?.observer.observe(r.accountKeys, r.message, r.slot);
     if (this.matchLoaded !== undefined) {
-      const keys = this.matchLoaded.keys;
-      const n = keys.forRecord(r.accountKeys, r.message, r.slot);
-      if (n < 0) return this.matchWhenResolved(this.matchLoaded, r);
-      return this.deliver(this.index.match(keys.block, n), r);
+      const matches = this.matchLoaded.keys.matchRecord(this.index, this.tableHits, r.accountKeys, r.message, r.slot);
+      if (matches === null) return this.matchWhenResolved(this.matchLoaded, r);
+      return this.deliver(matches, r);
     }
     this.deliver(this.index.match(r.accountKeys), r);
   }

@@ -86,6 +86,8 @@ class Postings {
   keyFree: number[] = [];
   keyTop = 0;
   liveKeys = 0;
+  /** Moves on every key made or dropped (FilterIndex.epoch). */
+  keySetVersion = 0;
   // table of key id + 1 (0: empty)
   table = new Int32Array(MIN_TABLE);
   // cells
@@ -142,6 +144,7 @@ class Postings {
     this.keyGen[k] = 0;
     t[slot] = k + 1;
     this.liveKeys++;
+    this.keySetVersion++;
     const d = digest16(b, o);
     if (this.digestCount[d]! < 0xffff) this.digestCount[d]!++;
     return k;
@@ -152,6 +155,7 @@ class Postings {
     if (this.digestCount[d]! < 0xffff) this.digestCount[d]!--;
     removeId(this.table, this.keyHash, k);
     this.liveKeys--;
+    this.keySetVersion++;
     this.keyFree.push(k);
   }
 
@@ -249,6 +253,8 @@ export class FilterIndex<S> {
   private readonly owners = new Map<S, Owner<S>>();
   private gen = 0;
   private listEntries = 0;
+  /** Key-set versions of postings dropped when the index emptied (so that `epoch` never goes back). */
+  private epochBase = 0;
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
   private readonly touched: Owner<S>[] = [];
 
@@ -308,6 +314,7 @@ export class FilterIndex<S> {
     // Key and cell arrays keep the size of the most ever held (ids stay put); the last subscriber leaving
     // gives it all back.
     if (this.owners.size === 0) {
+      this.epochBase += this.postings.keySetVersion + 1;
       this.postings = new Postings();
       this.entries.length = 0;
       this.entryFree.length = 0;
@@ -359,6 +366,22 @@ export class FilterIndex<S> {
     this.entries[e.id] = undefined;
     this.entryFree.push(e.id);
     e.id = -1;
+  }
+
+  /**
+   * Changes whenever the set of keys the filters list changes (a key listed for the first time, or no longer
+   * listed by any filter): what keyIdAt answers for any bytes stays the same within one epoch (a key's id changes
+   * only by being dropped and made again). A filter replaced by one over keys already listed elsewhere does not
+   * move it. What is derived from key ids (the per-table hit lists of lookup-tables/table-hits.ts) is dropped
+   * when this moves.
+   */
+  get epoch(): number {
+    return this.epochBase + this.postings.keySetVersion;
+  }
+
+  /** The key id of the 32 bytes at b[o] (some filter lists them), or -1; valid while `epoch` stays. */
+  keyIdAt(b: Uint8Array, o: number): number {
+    return this.postings.find(b, o);
   }
 
   has(sub: S): boolean {
@@ -453,6 +476,116 @@ export class FilterIndex<S> {
     }
     for (const o of this.matchAll) touch(touched, o, gen);
 
+    const out: SplitMatch<S>[] = [];
+    for (const o of touched) {
+      let mask = 0;
+      let staticMask = 0;
+      for (const e of o.entries) {
+        const cur = e.gen === gen;
+        const f = e.filter;
+        const inc = f.include.length > 0;
+        const req = f.required.length;
+        if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req))) mask |= e.bit;
+        if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req))) staticMask |= e.bit;
+      }
+      if ((mask | staticMask) !== 0) out.push({ sub: o.sub, mask, set: o.set, staticMask });
+    }
+    touched.length = 0;
+    return out;
+  }
+
+  /**
+   * match() over the static keys in keys[0, length) and then the keys whose ids are ids[0, n) (keyIdAt of the
+   * current epoch; -1 is skipped), in that order: the same answer, in the same order, as match() on a block
+   * holding those keys' bytes after the static ones — a key id stands for bytes the index would have found.
+   * The lookup-table path gives the ids of loaded addresses that some filter lists (table-hits.ts), so the
+   * addresses no filter lists cost nothing here.
+   */
+  matchIds(keys: Uint8Array, length: number, ids: Int32Array, n: number): Match<S>[] {
+    const gen = ++this.gen;
+    const touched = this.touched;
+    touched.length = 0;
+    const p = this.postings;
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visit(p.find(keys, off), gen, touched);
+    for (let i = 0; i < n; i++) this.visit(ids[i]!, gen, touched);
+    for (const o of this.matchAll) touch(touched, o, gen);
+
+    const out: Match<S>[] = [];
+    for (const o of touched) {
+      let mask = 0;
+      for (const e of o.entries) {
+        const cur = e.gen === gen;
+        const f = e.filter;
+        if (cur && e.excluded) continue;
+        if (f.include.length > 0 && !(cur && e.includeHit)) continue;
+        if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
+        mask |= e.bit;
+      }
+      if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
+    }
+    touched.length = 0;
+    return out;
+  }
+
+  /** One key of match()/matchIds(): k a key id or -1; a key already visited for this transaction is skipped. */
+  private visit(k: number, gen: number, touched: Owner<S>[]): void {
+    const p = this.postings;
+    if (k < 0 || p.keyGen[k] === gen) return;
+    p.keyGen[k] = gen;
+    const entries = this.entries;
+    for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+      const e = fresh(entries[p.cellEntry[c]!]!, gen);
+      const list = p.cellList[c]!;
+      if (list === INC) {
+        e.includeHit = true;
+        touch(touched, e.owner, gen);
+      } else if (list === REQ) {
+        e.requiredHits++;
+        touch(touched, e.owner, gen);
+      } else e.excluded = true;
+    }
+  }
+
+  /**
+   * matchSplit() with the loaded keys given as ids (as matchIds): static keys in keys[0, length), then ids[0, n)
+   * as loaded keys. The same answer, in the same order, as matchSplit on the block of static + loaded bytes.
+   */
+  matchSplitIds(keys: Uint8Array, length: number, ids: Int32Array, n: number): SplitMatch<S>[] {
+    const gen = ++this.gen;
+    const touched = this.touched;
+    touched.length = 0;
+    const p = this.postings;
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visitSplit(p.find(keys, off), true, gen, touched);
+    for (let i = 0; i < n; i++) this.visitSplit(ids[i]!, false, gen, touched);
+    for (const o of this.matchAll) touch(touched, o, gen);
+    return this.splitOut(gen);
+  }
+
+  private visitSplit(k: number, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
+    const p = this.postings;
+    if (k < 0 || p.keyGen[k] === gen) return;
+    p.keyGen[k] = gen;
+    const entries = this.entries;
+    for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+      const e = freshSplit(entries[p.cellEntry[c]!]!, gen);
+      const list = p.cellList[c]!;
+      if (list === INC) {
+        e.includeHit = true;
+        if (isStatic) e.staticIncludeHit = true;
+        touch(touched, e.owner, gen);
+      } else if (list === REQ) {
+        e.requiredHits++;
+        if (isStatic) e.staticRequiredHits++;
+        touch(touched, e.owner, gen);
+      } else {
+        e.excluded = true;
+        if (isStatic) e.staticExcluded = true;
+      }
+    }
+  }
+
+  private splitOut(gen: number): SplitMatch<S>[] {
+    const touched = this.touched;
     const out: SplitMatch<S>[] = [];
     for (const o of touched) {
       let mask = 0;

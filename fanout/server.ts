@@ -83,6 +83,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
         ...hub.shared,
         log,
         ...(resolver === undefined ? {} : { resolver }),
+        // Matching against the cache's tables only when resolution goes through that same cache.
+        ...(opts.resolver === undefined && tables !== undefined ? { tables } : {}),
         ...(opts.usage === undefined ? {} : { usage: { sink: opts.usage, periodMs: opts.usagePeriodMs ?? 60_000 } }),
       })
     : undefined;

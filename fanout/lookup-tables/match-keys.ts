@@ -1,7 +1,9 @@
 import { LOOKUP_INTS, scanLookups } from '../../proto/tx-message-reader';
 import { keysWithLoaded, type LoadedAddresses } from '../loaded-addresses';
 import { lookupMetrics } from './lookup-metrics';
+import type { FilterIndex, Match, SplitMatch } from '../filter-index';
 import { TableEntry, type TableCache } from './table-cache';
+import type { TableHits } from './table-hits';
 import { copyIndexes, usableAt } from './table-resolver';
 
 // The keys a transaction is matched on when filters see loaded addresses: its static keys, then what its lookups
@@ -13,8 +15,11 @@ import { copyIndexes, usableAt } from './table-resolver';
  *  malformed record. */
 const INITIAL_KEYS = 256;
 
-/** Marks a lookup that did not resolve, between forRecord's two passes. */
+/** Marks a lookup that did not resolve, between prepare() and what uses its tables. */
 const UNUSABLE = new TableEntry(Buffer.alloc(32));
+
+/** prepare(): a table is not known yet. */
+const UNKNOWN = -3;
 
 export class MatchKeys {
   // Buffer.alloc never takes from the shared pool: its own ArrayBuffer, so the word view is aligned.
@@ -23,6 +28,8 @@ export class MatchKeys {
   /** Per call: the entry of each lookup, in order, and scanLookups' offsets. */
   private readonly held: TableEntry[] = [];
   private at: Int32Array = new Int32Array(LOOKUP_INTS * 8);
+  /** Per call (matchRecord): the key ids of the loaded addresses some filter lists. */
+  private ids: Int32Array = new Int32Array(INITIAL_KEYS);
 
   constructor(private readonly cache: TableCache) {}
 
@@ -38,6 +45,92 @@ export class MatchKeys {
    * calls withLoaded. No allocation: FilterIndex.match takes the block and the length.
    */
   forRecord(accountKeys: Buffer, message: Buffer, slot: bigint): number {
+    const k = this.prepare(message, slot);
+    if (k === UNKNOWN) return -1;
+    const a = this.at;
+    const held = this.held;
+    let n = 0;
+    for (let i = 0; i < k; i++) if (held[i] !== UNUSABLE) n += a[i * LOOKUP_INTS + 2]! + a[i * LOOKUP_INTS + 4]!;
+    const out = this.reserve(accountKeys.length + n * 32);
+    out.set(accountKeys, 0);
+    let o = accountKeys.length;
+    // Writable indexes of every lookup, then readonly ones (the chain's order; the order does not change a match,
+    // but the block is then the same as v2's static + loaded).
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = 0; i < k; i++) {
+        if (held[i] === UNUSABLE) continue;
+        const j = i * LOOKUP_INTS + 1 + 2 * pass;
+        o = copyIndexes(held[i]!.words, message, a[j]!, a[j + 1]!, this.outWords, o);
+      }
+    }
+    held.length = 0; // drop the references until the next call
+    return o;
+  }
+
+  /**
+   * The matches of the record with loaded addresses (v1's matchV1), against the tables' precomputed hit lists
+   * (table-hits.ts) instead of the loaded addresses: the same answer, in the same order, as
+   * `index.match(block, forRecord(...))`, with the same metrics and refreshes. null when a table is not known
+   * yet (as forRecord's -1).
+   */
+  matchRecord<S>(index: FilterIndex<S>, hits: TableHits, accountKeys: Buffer, message: Buffer, slot: bigint): Match<S>[] | null {
+    const k = this.prepare(message, slot);
+    if (k === UNKNOWN) return null;
+    const n = this.hitIds(hits, message, k);
+    return index.matchIds(accountKeys, accountKeys.length, this.ids, n);
+  }
+
+  /** matchRecord for v2's split match (static and loaded answers apart: loaded-match.ts). */
+  matchSplitRecord<S>(index: FilterIndex<S>, hits: TableHits, accountKeys: Buffer, message: Buffer, slot: bigint): SplitMatch<S>[] | null {
+    const k = this.prepare(message, slot);
+    if (k === UNKNOWN) return null;
+    const n = this.hitIds(hits, message, k);
+    return index.matchSplitIds(accountKeys, accountKeys.length, this.ids, n);
+  }
+
+  /** The key ids of the loaded addresses some filter lists, in load order (writable of every lookup, then
+   *  readonly), into `ids`; returns how many. Clears `held`. */
+  private hitIds(hits: TableHits, message: Buffer, k: number): number {
+    const a = this.at;
+    const held = this.held;
+    let n = 0;
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = 0; i < k; i++) {
+        const e = held[i]!;
+        if (e === UNUSABLE) continue;
+        const t = hits.idsFor(e);
+        if (t === null) continue;
+        const j = i * LOOKUP_INTS + 1 + 2 * pass;
+        const from = a[j]!;
+        const to = from + a[j + 1]!;
+        while (this.ids.length < n + (to - from)) this.ids = growInts(this.ids);
+        const ids = this.ids;
+        // Every index is below the usable length (prepare checked), so within the table and its hit list.
+        if (t !== undefined) {
+          for (let x = from; x < to; x++) {
+            const id = t[message[x]!]!;
+            if (id >= 0) ids[n++] = id;
+          }
+        } else {
+          // No list built yet in this epoch (table-hits.ts): the used indexes looked up directly.
+          const addresses = e.view!.addresses;
+          for (let x = from; x < to; x++) {
+            const id = hits.keyIdAt(addresses, message[x]! * 32);
+            if (id >= 0) ids[n++] = id;
+          }
+        }
+      }
+    }
+    held.length = 0;
+    return n;
+  }
+
+  /**
+   * The lookups of the message into `at`, and their tables into `held` (UNUSABLE where the lookup does not resolve
+   * in `slot`, counted and refreshed as the chain's rules say). Returns how many lookups (≤ 0: none, or bytes that
+   * do not parse: matched on the static keys), or UNKNOWN when a table is not known yet (`held` left empty).
+   */
+  private prepare(message: Buffer, slot: bigint): number {
     let k = scanLookups(message, this.at);
     while (k === -2) {
       this.at = growInts(this.at);
@@ -45,48 +138,29 @@ export class MatchKeys {
     }
     const a = this.at;
     const held = this.held;
-    let n = 0;
     for (let i = 0; i < k; i++) {
       const e = this.cache.readyAt(message, a[i * LOOKUP_INTS]!);
       if (e === undefined) {
         held.length = 0;
-        return -1;
+        return UNKNOWN;
       }
       held.push(e);
-      n += a[i * LOOKUP_INTS + 2]! + a[i * LOOKUP_INTS + 4]!;
     }
-    const out = this.reserve(accountKeys.length + n * 32);
-    out.set(accountKeys, 0);
-    let o = accountKeys.length;
-    if (k <= 0) return o; // none, or bytes that do not parse (matched on the static keys)
+    if (k <= 0) return k;
     let partial = false;
-    // Writable indexes of every lookup, then readonly ones (the chain's order; the order does not change a match,
-    // but the block is then the same as v2's static + loaded).
-    for (let pass = 0; pass < 2; pass++) {
-      for (let i = 0; i < k; i++) {
-        const j = i * LOOKUP_INTS;
-        const wo = a[j + 1]!;
-        const wl = a[j + 2]!;
-        const ro = a[j + 3]!;
-        const rl = a[j + 4]!;
-        if (pass === 0) {
-          const t = usableAt(held[i], slot, message, wo, wl, message, ro, rl);
-          if (typeof t === 'string') {
-            lookupMetrics.unresolved(t).inc();
-            if (t === 'index') this.cache.refresh(held[i]!);
-            partial = true;
-            held[i] = UNUSABLE;
-            continue;
-          }
-        } else if (held[i] === UNUSABLE) continue;
-        const w = held[i]!.words;
-        o = pass === 0 ? copyIndexes(w, message, wo, wl, this.outWords, o) : copyIndexes(w, message, ro, rl, this.outWords, o);
+    for (let i = 0; i < k; i++) {
+      const j = i * LOOKUP_INTS;
+      const t = usableAt(held[i], slot, message, a[j + 1]!, a[j + 2]!, message, a[j + 3]!, a[j + 4]!);
+      if (typeof t === 'string') {
+        lookupMetrics.unresolved(t).inc();
+        if (t === 'index') this.cache.refresh(held[i]!);
+        partial = true;
+        held[i] = UNUSABLE;
       }
     }
     lookupMetrics.hits.inc(k);
-    held.length = 0; // drop the references until the next call
     if (partial) lookupMetrics.partialTransactions.inc();
-    return o;
+    return k;
   }
 
   /** The keys to match once the resolver answered (the slow path). */

@@ -100,6 +100,17 @@ export class TableResolver implements LoadedAddressResolver {
     return this.buildFrom(lookups, entries, slot);
   }
 
+  /**
+   * What the lookups load with the tables as held now, without counting them again: for a record already matched
+   * through MatchKeys.matchSplitRecord (which counted hits and unresolved lookups), built only when a stream that
+   * matched receives it (the v2 hub's `loaded`).
+   */
+  loadedNow(lookups: readonly TableLookup[], slot: bigint): LoadedAddresses {
+    const entries: Array<TableEntry | undefined> = [];
+    for (const l of lookups) entries.push(this.cache.readyAt(l.table, 0));
+    return this.buildFrom(lookups, entries, slot, false);
+  }
+
   /** Per call: the entry of each lookup (resolve's fast path), and which of them resolved. */
   private readonly held: TableEntry[] = [];
   private readonly usableScratch: Array<TableEntry | null> = [];
@@ -108,7 +119,7 @@ export class TableResolver implements LoadedAddressResolver {
    * The loaded addresses as one block (LoadedBlock): writable indexes of every resolved lookup, then readonly
    * ones, copied as 32-bit words from the table's addresses (no Buffer per key).
    */
-  private buildFrom(lookups: readonly TableLookup[], entries: ReadonlyArray<TableEntry | undefined>, slot: bigint): LoadedAddresses {
+  private buildFrom(lookups: readonly TableLookup[], entries: ReadonlyArray<TableEntry | undefined>, slot: bigint, count = true): LoadedAddresses {
     const ok = this.usableScratch;
     let unresolvedTables: Buffer[] | undefined;
     let writable = 0;
@@ -118,8 +129,10 @@ export class TableResolver implements LoadedAddressResolver {
       const e = entries[i];
       const t = usable(e, l.writableIndexes, l.readonlyIndexes, slot);
       if (typeof t === 'string') {
-        lookupMetrics.unresolved(t).inc();
-        if (t === 'index' && e !== undefined) this.cache.refresh(e);
+        if (count) {
+          lookupMetrics.unresolved(t).inc();
+          if (t === 'index' && e !== undefined) this.cache.refresh(e);
+        }
         (unresolvedTables ??= []).push(l.table);
         ok.push(null);
       } else {
@@ -142,7 +155,7 @@ export class TableResolver implements LoadedAddressResolver {
       }
     }
     ok.length = 0;
-    if (unresolvedTables !== undefined) lookupMetrics.partialTransactions.inc();
+    if (unresolvedTables !== undefined && count) lookupMetrics.partialTransactions.inc();
     return new LoadedBlock(block, writable, unresolvedTables ?? []);
   }
 }

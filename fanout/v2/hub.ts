@@ -10,9 +10,11 @@ import { encodeEntryShared, encodeLoadedAddresses, encodeSlotShared, encodeTxSha
 import type { FanoutConfig } from '../config';
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
 import type { CompiledFilterSet } from '../filter';
-import { FilterIndex, type Match } from '../filter-index';
+import { FilterIndex, type Match, type SplitMatch } from '../filter-index';
 import { noResolution, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../loaded-addresses';
+import type { LookupTables } from '../lookup-tables/lookup-tables';
 import { readLookups } from '../lookup-tables/read-lookups';
+import { TableHits } from '../lookup-tables/table-hits';
 import { fanoutMetrics } from '../metrics';
 import type { QueueBudget } from '../queue-budget';
 import type { StreamLimits, StreamOrigin } from '../stream-limits';
@@ -20,7 +22,7 @@ import { StreamUsage } from '../stream-usage';
 import { clonePosition, cursorText, decodeCursor, encodeCursor, TopicTag, type Position } from './cursor';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import { UpdateCompression } from './compression';
-import { allUnresolved, matchWithLoaded } from './loaded-match';
+import { allUnresolved, matchWithLoaded, mergeSplit } from './loaded-match';
 import type { V2Start } from './request';
 import { V2Session, type ReplayRecord, type ResolvedStart, type V2Context, type V2Port } from './session';
 import { SlotTimeline } from './slot-timeline';
@@ -69,6 +71,12 @@ export interface V2HubOptions {
   streamLimits: StreamLimits;
   /** Lookup-table resolution (fanout/loaded-addresses.ts) for filters with match_loaded_addresses; default noResolution. */
   resolver?: LoadedAddressResolver;
+  /**
+   * The process's table cache, when `resolver` is its resolver: live records whose tables are held are then
+   * matched against the tables' hit lists (lookup-tables/table-hits.ts) and `loaded` is built only for a record
+   * that a stream asking for it receives. Without it, every record is resolved into its loaded lists first.
+   */
+  tables?: Pick<LookupTables, 'keys' | 'resolver'>;
   usage?: { sink: UsageSink; periodMs: number };
   log: Log;
   now?: () => number;
@@ -117,6 +125,8 @@ function toArray(m: Map<number, string>): number[] {
 
 export class V2Hub {
   readonly index = new FilterIndex<V2Session>();
+  /** The live index's hits in each held table (with opts.tables only). */
+  private readonly tableHits: TableHits | null;
   private readonly sessions = new Set<V2Session>();
   private readonly replaying = new Set<V2Session>();
   private readonly position: Position = new Map();
@@ -154,6 +164,7 @@ export class V2Hub {
   ) {
     this.now = opts.now ?? Date.now;
     this.resolver = opts.resolver ?? noResolution;
+    this.tableHits = opts.tables === undefined ? null : new TableHits(this.index);
     const hub = this;
     this.ctx = {
       index: this.index,
@@ -288,6 +299,7 @@ export class V2Hub {
         const lookups = readLookups(d.record.message);
         e.lookups = lookups;
         if (lookups !== null && lookups.length > 0) {
+          if (this.tableHits !== null && this.heldHead === this.held.length && this.matchAgainstTables(m, d.record, lookups)) return;
           e.ready = false;
           let sync = true;
           this.counts.resolved++;
@@ -303,6 +315,19 @@ export class V2Hub {
     }
     if (e.ready && this.heldHead === this.held.length) return this.processTx(m, e.record, e.lookups, e.loaded);
     this.hold(e);
+  }
+
+  /**
+   * A record with lookups when nothing is held: matched against the held tables' hit lists (no loaded lists made)
+   * when every table it names is known. false: some table is not (resolve through the resolver, which may wait).
+   */
+  private matchAgainstTables(m: BusMessage, r: TxRecord, lookups: readonly TableLookup[]): boolean {
+    const t = this.opts.tables!;
+    const pre = t.keys.matchSplitRecord(this.index, this.tableHits!, r.accountKeys, r.message, r.slot);
+    if (pre === null) return false;
+    this.counts.resolved++;
+    this.processTx(m, r, lookups, null, pre);
+    return true;
   }
 
   /** Queues a record behind a waiting one, within the caps (past them, the oldest waiting record stops waiting). */
@@ -369,7 +394,7 @@ export class V2Hub {
     return { matches: matchWithLoaded(index, r.accountKeys, loaded), loaded };
   }
 
-  private processTx(m: BusMessage, decoded: TxRecord | null, lookups: readonly TableLookup[] | null, loadedIn: LoadedAddresses | null): void {
+  private processTx(m: BusMessage, decoded: TxRecord | null, lookups: readonly TableLookup[] | null, loadedIn: LoadedAddresses | null, pre: SplitMatch<V2Session>[] | null = null): void {
     const p = m.partition;
     const o = Number(m.offset);
     const offs = this.position.get(TopicTag.transactions)!;
@@ -386,7 +411,12 @@ export class V2Hub {
     }
     if (r.slot > this.newest) this.newest = r.slot;
     if (this.index.size.subscribers === 0) return this.afterRecord();
-    const { matches, loaded } = this.matchTx(this.index, r, lookups, loadedIn, this.loadedStreams > 0);
+    // Matched against the tables (matchAgainstTables): `loaded` is built when a stream that asked for it receives
+    // the record, from the tables as they are now (nothing has changed them since the match).
+    const matched = pre !== null ? { matches: mergeSplit(pre), loaded: null } : this.matchTx(this.index, r, lookups, loadedIn, this.loadedStreams > 0);
+    const matches = matched.matches;
+    let loaded = matched.loaded;
+    const lateLoaded = pre !== null;
     // Two shared parts at most, each encoded once: without `loaded`, and with it for streams whose matched filters
     // asked for it.
     let shared: Buffer | undefined;
@@ -399,8 +429,8 @@ export class V2Hub {
       const mask = mt.mask & ~s.rawMask; // RAW filters take their transactions from stream.entries
       if (mask === 0) continue;
       cursor ??= this.cursor();
-      const withLoaded = loaded !== null && (mask & s.loadedMask) !== 0;
-      if (withLoaded) loadedBody ??= encodeLoadedAddresses(loaded);
+      const withLoaded = (lateLoaded || loaded !== null) && (mt.mask & s.loadedMask) !== 0;
+      if (withLoaded) loadedBody ??= encodeLoadedAddresses((loaded ??= this.opts.tables!.resolver.loadedNow(lookups!, r.slot)));
       if (s.hasFloor) {
         // Resumed ahead of this hub on some partition: its own cursor until the hub passes (rare, short).
         const own = s.cursor();

@@ -1,4 +1,4 @@
-import type { FilterIndex, Match } from '../filter-index';
+import type { FilterIndex, Match, SplitMatch } from '../filter-index';
 import { keysWithLoaded, type LoadedAddresses, type TableLookup } from '../loaded-addresses';
 
 // v2 matching with `TransactionFilter.match_loaded_addresses`: a filter with the flag sees a v0 transaction's
@@ -33,7 +33,12 @@ export function matchWithLoaded<S extends LoadedAware>(index: FilterIndex<S>, ac
     scratch.set(b, accountKeys.length);
     keys = scratch;
   } else keys = keysWithLoaded(accountKeys, loaded);
-  const out = index.matchSplit(keys, accountKeys.length, accountKeys.length + n);
+  return mergeSplit(index.matchSplit(keys, accountKeys.length, accountKeys.length + n));
+}
+
+/** Each stream's mask from a split match: its flagged filters' bits over every key, the others' over the static
+ *  keys alone; streams left without a bit are dropped (in place, order kept). */
+export function mergeSplit<S extends LoadedAware>(out: SplitMatch<S>[]): Match<S>[] {
   let w = 0;
   for (const m of out) {
     const flagged = m.sub.loadedMask;

@@ -7,7 +7,8 @@ import { openLookupTables } from '../../fanout/lookup-tables/lookup-tables';
 import { readLookups } from '../../fanout/lookup-tables/read-lookups';
 import { parseFanoutConfig } from '../../fanout/config';
 import type { LoadedAddresses } from '../../fanout/loaded-addresses';
-import { matchWithLoaded } from '../../fanout/v2/loaded-match';
+import { matchWithLoaded, mergeSplit } from '../../fanout/v2/loaded-match';
+import { TableHits } from '../../fanout/lookup-tables/table-hits';
 import { encodeLoadedAddresses } from '../../proto/wire-v2';
 import { encodeLookupTable } from '../../proto/lookup-table/account';
 import { SLOT_MAX } from '../../proto/lookup-table/program';
@@ -19,21 +20,27 @@ import type { BenchResult } from './stats';
 
 // Matching cost per transaction with lookup-table resolution on (fanout.lookupTables.matchV1, tables held) beside
 // off, in the same run, on the same records and filter index: the hub's per-transaction work up to the match —
-// decode the record, (on: look for table-program instructions, read the lookups from the message bytes, copy the
-// loaded addresses next to the static keys), FilterIndex.match.
+// decode the record, (on: look for table-program instructions, read the lookups from the message bytes, apply the
+// chain's rules, read each used index in the table's precomputed hit list — table-hits.ts — and walk the index over
+// the static keys plus the loaded keys some filter lists), the match.
 //
 // Workload (shaped on the Kamino indexer of hyperindex #1640): v0 transactions with 11 static keys and two lookups
 // loading 23 addresses (12 writable, 11 readonly) out of 200 tables of 256 addresses; 1,000 subscribers × 2
-// filters × 10 include keys, half of the keys drawn from table addresses, half from static ones.
+// filters × 10 include keys, half of the keys drawn from table addresses, half from static ones (so the loaded
+// addresses add 82% more matches: 9.87 per transaction against 5.43).
 // Figures: CPU ns per transaction (off, on, ratio; aim ≤ 1.3×), and the added latency per transaction for held
 // tables (p50/p99 of on − off, measured per transaction in alternation; aim p99 < 0.1 ms).
-// v2 (match_loaded_addresses on every filter, fanout/v2/hub.ts): the same records and filters through the v2 path
-// — read the lookups, resolve through the resolver (held: synchronous, into one block), one walk of the index over
-// static + loaded keys answering flagged and unflagged filters alike (loaded-match.ts), encode Transaction.loaded
-// once per matched record — beside the same index's static match.
+// Same-run references: on_block, the previous path (loaded addresses copied next to the static keys, every key
+// looked up), and no_loaded_hits, the same shape of filters with static-pool keys only (the loaded addresses add no
+// match: on − off is what resolution itself costs).
+// v2 (match_loaded_addresses on every filter, fanout/v2/hub.ts): read the lookups, one walk against the hit lists
+// answering flagged and unflagged filters, merged per stream — beside the same index's static match; v2_block is
+// the previous v2 path (resolve into a block, walk static + loaded bytes, encode). Building and encoding
+// Transaction.loaded is delivery, done only for a record that a flagged stream receives: timed apart, per
+// received record (v2_loaded_build_encode), with the share of records received.
 // Per key: the match alone on key blocks made beforehand (static: 11 keys; on: 34), divided by keys and by
 // matches, so that the share of the ratio that comes from matching three times as many keys shows apart from what
-// resolution adds (resolution_ns_per_loaded_key).
+// resolution adds (resolution_ns_per_loaded_key: the previous path's copy of the loaded addresses).
 
 const TABLES = 200;
 const TABLE_LEN = 256;
@@ -91,6 +98,8 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
 
   const index = new FilterIndex<number>();
   const v2index = new FilterIndex<{ loadedMask: number }>();
+  const staticIndex = new FilterIndex<number>();
+  const srand = rng(25); // its own stream: the main workload's draws stay as in earlier runs
   for (let s = 0; s < SUBSCRIBERS; s++) {
     const key = (): string => {
       if (rand() < 0.5) return bs58.encode(staticPool[pick(staticPool.length)]!);
@@ -103,15 +112,53 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     ]);
     index.replace(s, set);
     v2index.replace({ loadedMask: 0b11 }, set);
+    // The same shape with static-pool keys only: loaded addresses add no match, so on − off there is what
+    // resolution itself costs (lookups read, tables found, the chain's rules, the hit lists read).
+    const skey = (): string => bs58.encode(staticPool[Math.floor(srand() * staticPool.length)]!);
+    staticIndex.replace(
+      s,
+      compile([
+        ['a', { include: Array.from({ length: 10 }, skey), exclude: [], required: [] }],
+        ['b', { include: Array.from({ length: 10 }, skey), exclude: [], required: [] }],
+      ]),
+    );
   }
 
+  const hits = new TableHits(index);
+  const v2hits = new TableHits(v2index);
+  const staticHits = new TableHits(staticIndex);
+  const offS = (rec: Buffer): void => {
+    const d = decodeTxRecord(rec);
+    if (!d.ok) throw new Error(d.reason);
+    matched += staticIndex.match(d.record.accountKeys).length;
+  };
+  const onS = (rec: Buffer): void => {
+    const d = decodeTxRecord(rec);
+    if (!d.ok) throw new Error(d.reason);
+    const r = d.record;
+    lt.observer.observe(r.accountKeys, r.message, r.slot);
+    const m = lt.keys.matchRecord(staticIndex, staticHits, r.accountKeys, r.message, r.slot);
+    if (m === null) throw new Error('a held table was not answered at once');
+    matched += m.length;
+  };
   let matched = 0;
   const off = (rec: Buffer): void => {
     const d = decodeTxRecord(rec);
     if (!d.ok) throw new Error(d.reason);
     matched += index.match(d.record.accountKeys).length;
   };
+  // matchV1 as fanout.ts runs it: against the tables' hit lists (table-hits.ts).
   const on = (rec: Buffer): void => {
+    const d = decodeTxRecord(rec);
+    if (!d.ok) throw new Error(d.reason);
+    const r = d.record;
+    lt.observer.observe(r.accountKeys, r.message, r.slot);
+    const m = lt.keys.matchRecord(index, hits, r.accountKeys, r.message, r.slot);
+    if (m === null) throw new Error('a held table was not answered at once');
+    matched += m.length;
+  };
+  /** The previous path, kept as a same-run reference: loaded addresses copied next to the static keys, then matched. */
+  const onBlock = (rec: Buffer): void => {
     const d = decodeTxRecord(rec);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
@@ -135,7 +182,30 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     if (!d.ok) throw new Error(d.reason);
     matched += v2index.match(d.record.accountKeys).length;
   };
+  // v2 as the hub runs it for a live record while nothing is held: read the lookups, match against the tables'
+  // hit lists (one walk, flagged and unflagged answers), merge per stream. Building and encoding `loaded` is
+  // delivery (only for a record some flagged stream receives): timed apart, in v2Deliver.
+  const v2Pending: Array<{ lookups: ReturnType<typeof readLookups>; slot: bigint }> = [];
   const v2on = (rec: Buffer): void => {
+    const d = decodeTxRecord(rec);
+    if (!d.ok) throw new Error(d.reason);
+    const r = d.record;
+    lt.observer.observe(r.accountKeys, r.message, r.slot);
+    const lookups = readLookups(r.message)!;
+    const pre = lt.keys.matchSplitRecord(v2index, v2hits, r.accountKeys, r.message, r.slot);
+    if (pre === null || lookups.length === 0) throw new Error('a held table was not answered at once');
+    const m = mergeSplit(pre);
+    matched += m.length;
+    if (m.length > 0 && v2Pending.length < TXS) v2Pending.push({ lookups, slot: r.slot });
+  };
+  /** The delivery part for the records that matched: `loaded` built from the tables and encoded, once per record. */
+  const v2Deliver = (): number => {
+    let bytes = 0;
+    for (const p of v2Pending) bytes += encodeLoadedAddresses(lt.resolver.loadedNow(p.lookups!, p.slot)).length;
+    return bytes;
+  };
+  /** The previous v2 path (same-run reference): resolve into loaded lists, match static + loaded bytes, encode. */
+  const v2onBlock = (rec: Buffer): void => {
     const d = decodeTxRecord(rec);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
@@ -177,6 +247,18 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   cpuNsPerTx(on);
   cpuNsPerTx(v2off);
   cpuNsPerTx(v2on);
+  cpuNsPerTx(onBlock);
+  cpuNsPerTx(v2onBlock);
+  cpuNsPerTx(offS);
+  cpuNsPerTx(onS);
+  const offSNs: number[] = [];
+  const onSNs: number[] = [];
+  let matchedOffS = 0;
+  let matchedOnS = 0;
+  const onBlockNs: number[] = [];
+  const v2OnBlockNs: number[] = [];
+  const v2DeliverNs: number[] = [];
+  let v2Delivered = 0;
   const offNs: number[] = [];
   const onNs: number[] = [];
   const resolveNs: number[] = [];
@@ -201,8 +283,22 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     matchFullNs.push(cpuNsPerTx(matchFull));
     v2OffNs.push(cpuNsPerTx(v2off));
     matched = 0;
+    v2Pending.length = 0;
     v2OnNs.push(cpuNsPerTx(v2on));
     matchedV2On = matched;
+    v2Delivered = v2Pending.length;
+    const c0 = process.cpuUsage();
+    v2Deliver();
+    const c = process.cpuUsage(c0);
+    v2DeliverNs.push(((c.user + c.system) * 1000) / Math.max(1, v2Delivered));
+    matched = 0;
+    offSNs.push(cpuNsPerTx(offS));
+    matchedOffS = matched;
+    matched = 0;
+    onSNs.push(cpuNsPerTx(onS));
+    matchedOnS = matched;
+    onBlockNs.push(cpuNsPerTx(onBlock));
+    v2OnBlockNs.push(cpuNsPerTx(v2onBlock));
   }
   // Added latency per transaction: on and off timed one transaction at a time, in alternation.
   const added: number[] = [];
@@ -230,6 +326,15 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
         off_ns_per_tx: Math.round(med(offNs)),
         on_ns_per_tx: Math.round(med(onNs)),
         on_over_off: Number((med(onNs) / med(offNs)).toFixed(2)),
+        on_block_ns_per_tx: Math.round(med(onBlockNs)),
+        on_block_over_off: Number((med(onBlockNs) / med(offNs)).toFixed(2)),
+        no_loaded_hits_off_ns: Math.round(med(offSNs)),
+        no_loaded_hits_on_ns: Math.round(med(onSNs)),
+        no_loaded_hits_on_over_off: Number((med(onSNs) / med(offSNs)).toFixed(2)),
+        no_loaded_hits_matches_off_on: `${(matchedOffS / TXS).toFixed(2)}/${(matchedOnS / TXS).toFixed(2)}`,
+        table_hits: hits.tables,
+        table_hits_with_hits: hits.counts.withHits,
+        table_hits_kib: Math.round(hits.bytes / 1024),
         resolution_only_ns: Math.round(med(resolveNs) - med(decodeNs)),
         resolution_ns_per_loaded_key: Math.round((med(resolveNs) - med(decodeNs)) / loadedKeys),
         match_only_off_ns: Math.round(med(matchStaticNs)),
@@ -246,6 +351,10 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
         v2_off_ns_per_tx: Math.round(med(v2OffNs)),
         v2_on_ns_per_tx: Math.round(med(v2OnNs)),
         v2_on_over_off: Number((med(v2OnNs) / med(v2OffNs)).toFixed(2)),
+        v2_block_ns_per_tx: Math.round(med(v2OnBlockNs)),
+        v2_block_over_off: Number((med(v2OnBlockNs) / med(v2OffNs)).toFixed(2)),
+        v2_loaded_build_encode_ns_per_received_tx: Math.round(med(v2DeliverNs)),
+        v2_received_share: Number((v2Delivered / TXS).toFixed(3)),
         v2_matches_per_tx_on: Number((matchedV2On / TXS).toFixed(2)),
       },
       note: 'CPU per transaction from decode to match; aim on/off ≤ 1.3×, added p99 < 0.1 ms for held tables. The match count shows what the loaded keys add',
