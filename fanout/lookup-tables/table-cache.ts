@@ -30,6 +30,16 @@ export interface TableWaiter {
 
 const NO_WORDS = new Int32Array(0);
 
+/**
+ * A copy in an allocation of its own: `Buffer.from` of a small buffer is a slice of the shared pool slab (64 KiB on
+ * Node 24), which a long-lived key would keep alive whole.
+ */
+function owned(b: Buffer): Buffer {
+  const out = Buffer.allocUnsafeSlow(b.length);
+  b.copy(out);
+  return out;
+}
+
 /** The addresses as words: a view when 4-byte aligned, else over a copy. */
 function wordsOf(addresses: Buffer): Int32Array {
   const b = addresses.byteOffset % 4 === 0 ? addresses : Buffer.from(addresses);
@@ -186,7 +196,7 @@ export class TableCache {
         if (!this.makeRoom(0)) return;
         e = this.insert(id, key);
       } else if (e.state === 'held' && e.view !== null) return; // the program refuses to create over a table
-      this.setView(e, newLookupTable(Buffer.from(authority)));
+      this.setView(e, newLookupTable(owned(authority)));
       e.state = 'held';
       this.notifier?.watch(id, e.key);
       this.changed(e, slot, 'create');
@@ -221,7 +231,7 @@ export class TableCache {
   }
 
   private insert(id: string, key: Buffer): TableEntry {
-    const e = new TableEntry(Buffer.from(key));
+    const e = new TableEntry(owned(key));
     this.entries.set(id, e);
     e.nextSameHash = this.byHash.get(e.hash) ?? null;
     this.byHash.set(e.hash, e);
