@@ -1,8 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
+import type { Http2Stream } from 'node:http2';
+import { chooseEncoding, sendableEncodings, type MessageEncoding } from '../proto/grpc-compression';
 import { addSubscribeService } from '../proto/service';
 import { addStreamV2Service } from '../proto/service-v2';
 import { tokenOf } from './auth';
 import { closeConnectionAfterStatus } from './call-connection';
+import { acceptEncodingOf, watchAcceptEncoding } from './grpc-js-accept-encoding';
 import { resetCall } from './call-reset';
 import type { FanoutConfig } from './config';
 import type { StreamError } from './errors';
@@ -28,6 +31,8 @@ import type { V2Call } from './v2/serve';
 abstract class GrpcJsCall<Req> {
   readonly peer: string;
   readonly token: string | undefined;
+  /** The call's Node Http2Stream (grpc-stream.ts http2StreamOf), null if this grpc-js hides it. */
+  protected readonly h2: Http2Stream | null;
   private readonly framedSink: Sink | null;
 
   constructor(
@@ -37,12 +42,18 @@ abstract class GrpcJsCall<Req> {
     this.peer = call.getPeer();
     this.token = tokenOf(call.metadata);
     const h2 = http2StreamOf(call);
+    this.h2 = h2;
     if (h2 !== null) setNoDelay(h2);
     this.framedSink = h2 === null ? null : new FramedSink(h2);
   }
 
   sendHeaders(): void {
-    this.call.sendMetadata(new grpc.Metadata());
+    this.call.sendMetadata(this.responseMetadata());
+  }
+
+  /** The response headers' custom part (grpc-js adds :status, content-type and its default encoding headers). */
+  protected responseMetadata(): grpc.Metadata {
+    return new grpc.Metadata();
   }
 
   sink(): Sink {
@@ -96,17 +107,28 @@ class GrpcJsSubscribeCall extends GrpcJsCall<SubscribeUpdate> implements Subscri
 /**
  * A v2 call: request messages handed over as bytes (fanout/v2/request.ts decodes them, as on the own server), so
  * fanout/v2/serve.ts serves both transports alike. Updates leave through the same FramedSink as v1's responses,
- * each frame as the v2 session framed it (its compressed-flag byte included).
+ * each frame as the v2 session framed it: grpc-js never sees them, so the compressed-flag byte and the body the
+ * session compressed (fanout/v2/compression.ts) reach the wire as they are.
  *
- * Compression hook (gzip/zstd: a transport-independent codec, served on the own server first): this call sends
- * identity. To serve an encoding here it would (1) choose it from the client's `grpc-accept-encoding`, which grpc-js
- * removes from call.metadata before any handler or interceptor sees it (server-interceptors.js), so it must be read
- * at the HTTP/2 level (a 'stream' listener on grpc-js's http2 sessions: internals, checked as grpc-stream.ts does),
- * (2) expose the choice to serveV2 the way the own server's call does, and (3) send `grpc-encoding: <chosen>` as
- * metadata from sendHeaders() (custom metadata overrides grpc-js's default `identity` header). The frames the
- * session hands over, compressed flag included, pass through FramedSink unchanged.
+ * Responses are in the first encoding of the client's grpc-accept-encoding this server sends (gzip; zstd where
+ * this Node has it), unless identity comes first (chooseEncoding says why), as on the own server. The header is
+ * read at the HTTP/2 level (grpc-js-accept-encoding.ts: grpc-js strips it from call.metadata), and the choice goes
+ * out as `grpc-encoding` in the response metadata, which overrides grpc-js's default `grpc-encoding: identity`.
  */
 class GrpcJsV2Call extends GrpcJsCall<Buffer> implements V2Call {
+  readonly encoding: MessageEncoding;
+
+  constructor(call: grpc.ServerDuplexStream<Buffer, Buffer>, cfg: FanoutConfig) {
+    super(call, cfg);
+    this.encoding = this.h2 === null ? 'identity' : chooseEncoding(acceptEncodingOf(this.h2), sendableEncodings());
+  }
+
+  protected override responseMetadata(): grpc.Metadata {
+    const m = new grpc.Metadata();
+    if (this.encoding !== 'identity') m.set('grpc-encoding', this.encoding);
+    return m;
+  }
+
   listen(onMessage: (m: Buffer) => void, gone: () => void): void {
     this.listenRaw(onMessage, gone);
   }
@@ -138,6 +160,9 @@ export async function startGrpcJsTransport(
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(bindAddress, grpc.ServerCredentials.createInsecure(), (err, p) => (err === null ? resolve(p) : reject(err)));
   });
+  // v2's encoding choice, hooked in the promise continuations that follow grpc-js's listen (a stream that came
+  // earlier would read as identity); unreachable internals leave every v2 stream on identity (grpc-js-accept-encoding.ts).
+  if (onV2Call !== undefined) watchAcceptEncoding(server);
   return {
     port,
     close: (graceMs) =>

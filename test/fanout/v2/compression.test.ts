@@ -10,9 +10,10 @@ import { makeTx, startTestFanout, testKey, testKey58, type TestFanout } from '..
 import { seqsContiguous, V2Client } from './client';
 
 // gzip and zstd on stream v2 (proto/grpc-compression.ts, fanout/v2/compression.ts): the splice of a shared part
-// compressed once with each stream's stored tail, checked against independent decoders; then end to end on the
-// own HTTP/2 server with a grpc-js client (which announces `identity,deflate,gzip`) and raw node:http2 clients that
-// announce exactly one encoding and count the bytes they read. zstd needs node:zlib's zstd (Node ≥ 22.15): on an
+// compressed once with each stream's stored tail, checked against independent decoders; then end to end on both
+// transports (the own HTTP/2 server, and grpc-js: fanout.transport, which reads grpc-accept-encoding at the HTTP/2
+// level) with a grpc-js client (which announces `identity,deflate,gzip`) and raw node:http2 clients that announce
+// exactly one encoding and count the bytes they read. zstd needs node:zlib's zstd (Node ≥ 22.15): on an
 // older Node those cases skip and say why (`infra/scripts/with-node.sh 24 npx mocha …` runs them).
 
 const ZSTD_SKIP = `zstd needs Node ≥ 22.15 (node:zlib); this is ${process.version}`;
@@ -187,7 +188,12 @@ class RawV2 {
   }
 }
 
-describe('stream v2 compression end to end, own HTTP/2 server', function () {
+const TRANSPORTS = [
+  ['h2', 'own HTTP/2 server'],
+  ['grpc-js', 'grpc-js server'],
+] as const;
+
+for (const [transport, transportName] of TRANSPORTS) describe(`stream v2 compression end to end, ${transportName}`, function () {
   this.timeout(60_000);
   let f: TestFanout;
   const raws: RawV2[] = [];
@@ -196,7 +202,7 @@ describe('stream v2 compression end to end, own HTTP/2 server', function () {
   const N = 40;
 
   beforeEach(async () => {
-    f = await startTestFanout({ heartbeatMs: 60_000 });
+    f = await startTestFanout({ transport, heartbeatMs: 60_000 });
   });
   afterEach(async () => {
     for (const r of raws.splice(0)) r.close();
@@ -269,7 +275,8 @@ describe('stream v2 compression end to end, own HTTP/2 server', function () {
     });
   }
 
-  it('refuses a compressed request (UNIMPLEMENTED), as it announces grpc-accept-encoding: identity', async () => {
+  // The own server's rule; grpc-js decompresses gzip/deflate requests itself (and announces them).
+  if (transport === 'h2') it('refuses a compressed request (UNIMPLEMENTED), as it announces grpc-accept-encoding: identity', async () => {
     const session = http2.connect(`http://${f.address}`);
     session.on('error', () => undefined);
     try {
