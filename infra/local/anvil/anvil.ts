@@ -59,7 +59,10 @@ const WRAPPER = [
   '{ read -r _ <&3; kill -TERM "$pid" 2>/dev/null; } >/dev/null 2>&1 &',
   'watcher=$!',
   'wait "$pid"; code=$?',
+  // Reap the watcher here: once the wrapper exits, an unreaped watcher would be left to whatever adopts orphans,
+  // and where that does not reap (a container's PID 1) it stays a zombie in the group (seen in CI on Node 24).
   'kill "$watcher" 2>/dev/null',
+  'wait "$watcher" 2>/dev/null',
   'exit "$code"',
 ].join('\n');
 
