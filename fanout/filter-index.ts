@@ -400,43 +400,10 @@ export class FilterIndex<S> {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
-    // A malformed transaction may repeat a key; a posting already visited for this transaction is skipped
-    // (stamped with `gen`), so a repeat can neither count twice towards `required` nor cost a second walk.
     const p = this.postings;
-    const entries = this.entries;
-    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) {
-      const k = p.find(keys, off);
-      if (k < 0 || p.keyGen[k] === gen) continue;
-      p.keyGen[k] = gen;
-      for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
-        const e = fresh(entries[p.cellEntry[c]!]!, gen);
-        const list = p.cellList[c]!;
-        if (list === INC) {
-          e.includeHit = true;
-          touch(touched, e.owner, gen);
-        } else if (list === REQ) {
-          e.requiredHits++;
-          touch(touched, e.owner, gen);
-        } else e.excluded = true; // an exclusion alone never makes a match, so it marks without touching
-      }
-    }
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visit(p.find(keys, off), gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-
-    const out: Match<S>[] = [];
-    for (const o of touched) {
-      let mask = 0;
-      for (const e of o.entries) {
-        const cur = e.gen === gen;
-        const f = e.filter;
-        if (cur && e.excluded) continue;
-        if (f.include.length > 0 && !(cur && e.includeHit)) continue;
-        if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
-        mask |= e.bit;
-      }
-      if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
-    }
-    touched.length = 0; // drop the references until the next call
-    return out;
+    return this.matchOut(gen);
   }
 
   /**
@@ -451,47 +418,9 @@ export class FilterIndex<S> {
     const touched = this.touched;
     touched.length = 0;
     const p = this.postings;
-    const entries = this.entries;
-    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) {
-      const k = p.find(keys, off);
-      if (k < 0 || p.keyGen[k] === gen) continue;
-      p.keyGen[k] = gen;
-      const isStatic = off < staticLength;
-      for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
-        const e = freshSplit(entries[p.cellEntry[c]!]!, gen);
-        const list = p.cellList[c]!;
-        if (list === INC) {
-          e.includeHit = true;
-          if (isStatic) e.staticIncludeHit = true;
-          touch(touched, e.owner, gen);
-        } else if (list === REQ) {
-          e.requiredHits++;
-          if (isStatic) e.staticRequiredHits++;
-          touch(touched, e.owner, gen);
-        } else {
-          e.excluded = true;
-          if (isStatic) e.staticExcluded = true;
-        }
-      }
-    }
+    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visitSplit(p.find(keys, off), off < staticLength, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-
-    const out: SplitMatch<S>[] = [];
-    for (const o of touched) {
-      let mask = 0;
-      let staticMask = 0;
-      for (const e of o.entries) {
-        const cur = e.gen === gen;
-        const f = e.filter;
-        const inc = f.include.length > 0;
-        const req = f.required.length;
-        if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req))) mask |= e.bit;
-        if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req))) staticMask |= e.bit;
-      }
-      if ((mask | staticMask) !== 0) out.push({ sub: o.sub, mask, set: o.set, staticMask });
-    }
-    touched.length = 0;
-    return out;
+    return this.splitOut(gen);
   }
 
   /**
@@ -509,25 +438,14 @@ export class FilterIndex<S> {
     for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visit(p.find(keys, off), gen, touched);
     for (let i = 0; i < n; i++) this.visit(ids[i]!, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-
-    const out: Match<S>[] = [];
-    for (const o of touched) {
-      let mask = 0;
-      for (const e of o.entries) {
-        const cur = e.gen === gen;
-        const f = e.filter;
-        if (cur && e.excluded) continue;
-        if (f.include.length > 0 && !(cur && e.includeHit)) continue;
-        if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
-        mask |= e.bit;
-      }
-      if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
-    }
-    touched.length = 0;
-    return out;
+    return this.matchOut(gen);
   }
 
-  /** One key of match()/matchIds(): k a key id or -1; a key already visited for this transaction is skipped. */
+  /**
+   * One key of match()/matchIds(): k a key id or -1. A malformed transaction may repeat a key; a posting already
+   * visited for this transaction is skipped (stamped with `gen`), so a repeat can neither count twice towards
+   * `required` nor cost a second walk.
+   */
   private visit(k: number, gen: number, touched: Owner<S>[]): void {
     const p = this.postings;
     if (k < 0 || p.keyGen[k] === gen) return;
@@ -542,8 +460,28 @@ export class FilterIndex<S> {
       } else if (list === REQ) {
         e.requiredHits++;
         touch(touched, e.owner, gen);
-      } else e.excluded = true;
+      } else e.excluded = true; // an exclusion alone never makes a match, so it marks without touching
     }
+  }
+
+  /** The subscribers whose filters matched in this walk (`gen`), each with its filters' bits. */
+  private matchOut(gen: number): Match<S>[] {
+    const touched = this.touched;
+    const out: Match<S>[] = [];
+    for (const o of touched) {
+      let mask = 0;
+      for (const e of o.entries) {
+        const cur = e.gen === gen;
+        const f = e.filter;
+        if (cur && e.excluded) continue;
+        if (f.include.length > 0 && !(cur && e.includeHit)) continue;
+        if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
+        mask |= e.bit;
+      }
+      if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
+    }
+    touched.length = 0; // drop the references until the next call
+    return out;
   }
 
   /**

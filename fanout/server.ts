@@ -1,4 +1,5 @@
 import type { Bus, BusMessage, Consumer } from '../bus/bus';
+import { endOffsetsIfPresent } from '../bus/topic-ends';
 import type { RentalRegistry } from '../bus/rental-registry';
 import type { UsageSink } from '../bus/usage-producer';
 import type { Log } from '../infra/base/log';
@@ -47,19 +48,19 @@ function maxRequestBytes(cfg: FanoutConfig): number {
   return Math.max(4 << 20, cfg.maxFilters * (3 * cfg.maxKeysPerList * perKey + cfg.maxFilterNameLen + 16) + 1024);
 }
 
-/** A host as it goes before `:port` (IPv6 in brackets). */
-/** `topic` when it is named and exists on the bus, else '' (logged: v2 then serves first-shred statuses only). */
-async function presentTopic(bus: Bus, topic: string, log: Log): Promise<string> {
-  if (topic === '') return '';
-  try {
-    await bus.endOffsets(topic);
-    return topic;
-  } catch (e) {
-    log.warn({ topic, err: e instanceof Error ? e.message : String(e) }, 'slot status topic not readable: v2 serves first-shred slot statuses only');
-    return '';
-  }
+/**
+ * The end offsets of `topic` when it is named and exists on the bus, else null, logged with `without` (what v2
+ * does without it): a bus set up before the topic existed still serves v2.
+ */
+async function readableEnds(bus: Bus, topic: string, log: Log, without: string): Promise<Map<number, string> | null> {
+  if (topic === '') return null;
+  const r = await endOffsetsIfPresent(bus, topic);
+  if (r.ok) return r.ends;
+  log.warn({ topic, err: r.reason }, `${topic} not readable: ${without}`);
+  return null;
 }
 
+/** A host as it goes before `:port` (IPv6 in brackets). */
 function hostForUrl(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
@@ -107,17 +108,14 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     const slotStarts = v2 === undefined ? slotEnds : await bus.startOffsets(slotsTopic);
     // v2 also reads the slot statuses (stream.slot-status) when configured and the topic exists; without it v2
     // serves first-shred statuses only, as before the topic existed.
-    const statusTopic = v2 === undefined ? '' : await presentTopic(bus, cfg.topics.slotStatus, log);
-    const statusEnds = statusTopic === '' ? undefined : await bus.endOffsets(statusTopic);
-    // stream.entries is v2's alone (Entry updates, RAW transactions). A bus without it (created before the topic
-    // existed) still serves v2, without entries: streams asking for them are refused with the reason.
-    const entriesTopic = cfg.topics.entries;
-    const entryEnds = v2 === undefined ? null : await bus.endOffsets(entriesTopic).catch((e: unknown) => {
-      log.warn({ topic: entriesTopic, err: e instanceof Error ? e.message : String(e) }, 'v2: entries topic not readable; entries and RAW transactions are not served');
-      return null;
-    });
+    const statusEnds = v2 === undefined ? null : await readableEnds(bus, cfg.topics.slotStatus, log, 'v2 serves first-shred slot statuses only');
+    const statusTopic = statusEnds === null ? '' : cfg.topics.slotStatus;
+    // stream.entries is v2's alone (Entry updates, RAW transactions); without it, streams asking for them are
+    // refused with the reason.
+    const entryEnds = v2 === undefined ? null : await readableEnds(bus, cfg.topics.entries, log, 'v2 serves no entries and no RAW transactions');
+    const entriesTopic = entryEnds === null ? '' : cfg.topics.entries;
     v2?.initEntries(entryEnds);
-    v2?.init(txEnds, slotStarts, slotEnds, statusEnds);
+    v2?.init(txEnds, slotStarts, slotEnds, statusEnds ?? undefined);
     const onBatch = (messages: BusMessage[]): void => {
       if (v2 === undefined) return hub.onBatch(messages);
       const first = messages[0];
@@ -130,7 +128,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
       }
     };
     const offsets = new Map([[txTopic, txEnds], [slotsTopic, slotStarts]]);
-    if (statusEnds !== undefined) offsets.set(statusTopic, statusEnds);
+    if (statusEnds !== null) offsets.set(statusTopic, statusEnds);
     if (entryEnds !== null) offsets.set(entriesTopic, entryEnds);
     consumer = await bus.consume({ topics: [...offsets.keys()], from: { offsets }, onBatch });
     await consumer.ready;

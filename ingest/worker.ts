@@ -1,4 +1,5 @@
 import type { Bus } from '../bus/bus';
+import { endOffsetsIfPresent } from '../bus/topic-ends';
 import { asListenError } from '../infra/base/config-read';
 import { metrics, type Gauge, type Histogram, type Registry } from '../infra/base/metrics';
 import type { Log } from '../infra/base/log';
@@ -50,14 +51,11 @@ export interface IngestExtras {
  */
 export async function withReadableEntries(bus: Bus, topics: IngestTopics, log: Log): Promise<IngestTopics> {
   if (topics.entries === undefined) return topics;
-  try {
-    await bus.endOffsets(topics.entries);
-    return topics;
-  } catch (e) {
-    log.warn({ topic: topics.entries, err: e instanceof Error ? e.message : String(e) }, 'ingest: entries topic not on the bus; entry records are not published (create it to serve v2 entries and RAW)');
-    const { entries: _absent, ...rest } = topics;
-    return rest;
-  }
+  const r = await endOffsetsIfPresent(bus, topics.entries);
+  if (r.ok) return topics;
+  log.warn({ topic: topics.entries, err: r.reason }, 'ingest: entries topic not on the bus; entry records are not published (create it to serve v2 entries and RAW)');
+  const { entries: _absent, ...rest } = topics;
+  return rest;
 }
 
 export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras: IngestExtras = {}): Promise<RunningIngest> {
