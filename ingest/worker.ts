@@ -44,24 +44,35 @@ export interface IngestExtras {
   rpc?: RpcCall;
 }
 
+/** The optional topics ingest publishes, with what it does without each. */
+const OPTIONAL_TOPICS = [
+  ['entries', 'ingest: entries topic not on the bus; entry records are not published (create it to serve v2 entries and RAW)'],
+  ['slotStatus', 'ingest: slot status topic not on the bus; slot statuses are not published (create it to serve v2 slot statuses past the first shred)'],
+] as const;
+
 /**
- * `topics` without the entries topic when the bus does not have it (a Kafka cluster set up before stream.entries,
- * with createTopics off): producing to it would fail after the client's retries, and the publisher's one produce
- * in flight would hold the transactions behind each failing entries item.
+ * `topics` without the optional topics the bus does not have (a Kafka cluster set up before they existed, with
+ * createTopics off): producing to one would fail after the client's retries, and the publisher's one produce in
+ * flight would hold the transactions behind each failing item.
  */
-export async function withReadableEntries(bus: Bus, topics: IngestTopics, log: Log): Promise<IngestTopics> {
-  if (topics.entries === undefined) return topics;
-  const r = await endOffsetsIfPresent(bus, topics.entries);
-  if (r.ok) return topics;
-  log.warn({ topic: topics.entries, err: r.reason }, 'ingest: entries topic not on the bus; entry records are not published (create it to serve v2 entries and RAW)');
-  const { entries: _absent, ...rest } = topics;
-  return rest;
+export async function withReadableTopics(bus: Bus, topics: IngestTopics, log: Log): Promise<IngestTopics> {
+  let kept = topics;
+  for (const [key, without] of OPTIONAL_TOPICS) {
+    const topic = kept[key];
+    if (topic === undefined) continue;
+    const r = await endOffsetsIfPresent(bus, topic);
+    if (r.ok) continue;
+    log.warn({ topic, err: r.reason }, without);
+    const { [key]: _absent, ...rest } = kept;
+    kept = rest;
+  }
+  return kept;
 }
 
 export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras: IngestExtras = {}): Promise<RunningIngest> {
   const registry = extras.registry ?? metrics;
   const leaders = leaderKeysFor(cfg.leader, log, extras.rpc);
-  const topicsReady = withReadableEntries(bus, extras.topics ?? DEFAULT_TOPICS, log);
+  const topicsReady = withReadableTopics(bus, extras.topics ?? DEFAULT_TOPICS, log);
   let warmup: NodeJS.Timeout | undefined;
   await Promise.race([leaders.ready, new Promise<void>((r) => (warmup = setTimeout(r, LEADER_WARMUP_MS)))]);
   clearTimeout(warmup);

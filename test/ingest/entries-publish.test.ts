@@ -5,7 +5,7 @@ import bs58 from 'bs58';
 import { EmbeddedBus } from '../../bus/embedded';
 import { decodeEntryRecord, encodeEntryRecord, entryTxKeys, type EntryRecord } from '../../bus/topics/stream-entries';
 import { SlotEntryIndex } from '../../ingest/entry/slot-entry-index';
-import { withReadableEntries } from '../../ingest/worker';
+import { withReadableTopics } from '../../ingest/worker';
 import { createLogger } from '../../infra/base/log';
 import { quietLog } from '../fanout/support';
 import { decodeTransaction } from '../../proto/txn/decode';
@@ -171,12 +171,17 @@ describe('ingest: a bus without the entries topic', () => {
       await bus.createTopics([{ name: 'have.entries', partitions: 1, compacted: false }]);
       const lines: string[] = [];
       const log = createLogger({ level: 'warn', destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }) });
-      const kept = await withReadableEntries(bus, { transactions: 't', slots: 's', entries: 'have.entries' }, log);
+      const kept = await withReadableTopics(bus, { transactions: 't', slots: 's', entries: 'have.entries' }, log);
       assert.deepEqual(kept, { transactions: 't', slots: 's', entries: 'have.entries' });
-      const dropped = await withReadableEntries(bus, { transactions: 't', slots: 's', entries: 'absent.entries' }, log);
+      const dropped = await withReadableTopics(bus, { transactions: 't', slots: 's', entries: 'absent.entries' }, log);
       assert.deepEqual(dropped, { transactions: 't', slots: 's' });
       assert.equal(lines.length, 1);
       assert.match(lines[0]!, /entries topic not on the bus/);
+      // The slot status topic is optional the same way.
+      const noStatus = await withReadableTopics(bus, { transactions: 't', slots: 's', slotStatus: 'absent.status' }, log);
+      assert.deepEqual(noStatus, { transactions: 't', slots: 's' });
+      assert.equal(lines.length, 2);
+      assert.match(lines[1]!, /slot status topic not on the bus/);
     } finally {
       await bus.close();
     }
