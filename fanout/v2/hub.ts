@@ -397,11 +397,7 @@ export class V2Hub {
   private processTx(m: BusMessage, decoded: TxRecord | null, lookups: readonly TableLookup[] | null, loadedIn: LoadedAddresses | null, pre: SplitMatch<V2Session>[] | null = null): void {
     const p = m.partition;
     const o = Number(m.offset);
-    const offs = this.position.get(TopicTag.transactions)!;
-    if (o < (offs[p] ?? 0)) return; // a reader restart redelivered it
-    if (o > (offs[p] ?? 0)) this.liveGap(TopicTag.transactions, p, offs[p] ?? 0, o);
-    offs[p] = o + 1;
-    this.cursorCache = null;
+    if (!this.advance(this.position.get(TopicTag.transactions)!, TopicTag.transactions, m)) return;
     if (m.value === null) return;
     let r = decoded;
     if (r === null) {
@@ -451,14 +447,26 @@ export class V2Hub {
     this.hold({ m, tx: false, entry: true, record: null, lookups: null, loaded: null, ready: true });
   }
 
+  /**
+   * Moves `offs` (the position on `tag`) past m; false when a reader restart redelivered it. A jump past the
+   * position is records lost under the hub's reader: a gap notice, from `liveFrom` on (records before it are
+   * history the reader was not sent live).
+   */
+  private advance(offs: number[], tag: TopicTag, m: BusMessage, liveFrom = 0): boolean {
+    const p = m.partition;
+    const o = Number(m.offset);
+    const at = offs[p] ?? 0;
+    if (o < at) return false;
+    if (o > at && o > liveFrom) this.liveGap(tag, p, Math.max(at, liveFrom), o);
+    offs[p] = o + 1;
+    this.cursorCache = null;
+    return true;
+  }
+
   private processEntry(m: BusMessage): void {
     const p = m.partition;
     const o = Number(m.offset);
-    const offs = this.position.get(TopicTag.entries)!;
-    if (o < (offs[p] ?? 0)) return;
-    if (o > (offs[p] ?? 0)) this.liveGap(TopicTag.entries, p, offs[p] ?? 0, o);
-    offs[p] = o + 1;
-    this.cursorCache = null;
+    if (!this.advance(this.position.get(TopicTag.entries)!, TopicTag.entries, m)) return;
     if (m.value === null) return;
     const d = decodeEntryRecord(m.value);
     if (!d.ok) return this.afterRecord();
@@ -548,11 +556,7 @@ export class V2Hub {
   private processSlot(m: BusMessage): void {
     const p = m.partition;
     const o = Number(m.offset);
-    const offs = this.position.get(TopicTag.slots)!;
-    if (o < (offs[p] ?? 0)) return;
-    if (o > (offs[p] ?? 0) && o > (this.slotsLiveFrom[p] ?? 0)) this.liveGap(TopicTag.slots, p, Math.max(offs[p] ?? 0, this.slotsLiveFrom[p] ?? 0), o);
-    offs[p] = o + 1;
-    this.cursorCache = null;
+    if (!this.advance(this.position.get(TopicTag.slots)!, TopicTag.slots, m, this.slotsLiveFrom[p] ?? 0)) return;
     if (m.value === null) return;
     const r = decodeSlotRecord(m.value);
     if (r === null) return;
@@ -589,13 +593,9 @@ export class V2Hub {
 
   private processStatus(m: BusMessage): void {
     const offs = this.position.get(TopicTag.slotStatus);
-    if (offs === undefined) return;
+    if (offs === undefined || !this.advance(offs, TopicTag.slotStatus, m)) return;
     const p = m.partition;
     const o = Number(m.offset);
-    if (o < (offs[p] ?? 0)) return;
-    if (o > (offs[p] ?? 0)) this.liveGap(TopicTag.slotStatus, p, offs[p] ?? 0, o);
-    offs[p] = o + 1;
-    this.cursorCache = null;
     if (m.value === null) return;
     const r = decodeSlotStatusRecord(m.value);
     if (r === null) return;
