@@ -6,6 +6,7 @@ import { PartitionLog, type LogLimits } from './embedded-log';
 import { partitionForKey } from './murmur2';
 import { metrics } from '../infra/base/metrics';
 import { rootLogger, type Log } from '../infra/base/log';
+import { setOwn } from '../infra/base/set-own';
 
 // The in-process bus for single-machine runs. It keeps the Kafka contract the components rely on:
 //   - keyed records go to partitionForKey(key) (Kafka's murmur2 default partitioner), null keys round-robin;
@@ -84,7 +85,7 @@ function copyRecord(r: ProduceRecord): { key: Buffer | null; value: Buffer | nul
     return own.subarray(at, off);
   };
   const headers: Record<string, Buffer> = {};
-  if (r.headers !== undefined) for (const h in r.headers) headers[h] = take(r.headers[h]!);
+  if (r.headers !== undefined) for (const h in r.headers) setOwn(headers, h, take(r.headers[h]!));
   return { key: r.key === null ? null : take(r.key), value: r.value === null ? null : take(r.value), headers };
 }
 

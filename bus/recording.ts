@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { setOwn } from '../infra/base/set-own';
 
 // The topic recording file (`meridian topics record` writes it, `meridian topics replay` and
 // test/support/recorded-broker.ts read it): the records of one or more topics, exactly as the bus held them.
@@ -250,7 +251,7 @@ function parseRecordBody(body: Buffer, meta: RecordingMeta, at: number): Recorde
     const vl = body.readUInt32LE(p);
     p += 4;
     if (p + vl > body.length) throw bad('header value past the end');
-    headers[name] = body.subarray(p, p + vl);
+    setOwn(headers, name, body.subarray(p, p + vl));
     p += vl;
   }
   if (p !== body.length) throw bad(`${body.length - p} bytes after the last header`);
