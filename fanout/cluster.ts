@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { FamilyLines } from '../infra/base/metrics';
 import type { Log } from '../infra/base/log';
-import type { FanoutStats } from './fanout';
+import type { FanoutStats } from './v1/hub';
 
 // The primary side of fanout.workers > 1: N processes (node:cluster) serve Subscribe streams on one listen port.
 // The primary only accepts connections and hands each to the next worker in turn (cluster's round-robin, the

@@ -1,7 +1,7 @@
 import { TOPIC } from '../bus/topics';
 import os from 'node:os';
 import { ConfigError, bool, hostPort, int, oneOf, section, str, type Raw } from '../infra/base/config-read';
-import { MAX_FILTERS_PER_SET } from './filter';
+import { MAX_FILTERS_PER_SET } from './filter/compile';
 
 export interface FanoutConfig {
   enabled: boolean;

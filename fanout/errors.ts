@@ -177,6 +177,9 @@ export const STREAM_ERRORS = {
 } as const;
 
 export type StreamErrorKind = keyof typeof STREAM_ERRORS;
+
+/** Why a stream ended, for the disconnect counter (v1 and v2 alike). */
+export type EndReason = 'client' | 'server_close' | StreamErrorKind;
 type ContextOf<K extends StreamErrorKind> = (typeof STREAM_ERRORS)[K] extends Row<infer C> ? C : never;
 
 /** A status ready for grpc-js (`call.emit('error', e)`), plus the registry row it came from. */

@@ -1,5 +1,5 @@
 import { metrics, type Counter } from '../infra/base/metrics';
-import type { EndReason } from './session';
+import type { EndReason } from './errors';
 
 // The fanout's series in the process-wide registry. Registered once per process (the registry would add a
 // second gauge series per call); gauges read live values from every running fanout instance at scrape time.

@@ -5,13 +5,13 @@ import type { UsageSink } from '../bus/usage-producer';
 import type { Log } from '../infra/base/log';
 import { STREAM_SERVICE_NAMES, subscribePath } from '../proto/service';
 import type { FanoutConfig } from './config';
-import { framedEncoder, wireEncoder } from './encoder';
-import { Fanout, type FanoutStats, type ResponseEncoder } from './fanout';
+import { framedEncoder, wireEncoder } from './v1/encoder';
+import { Fanout, type FanoutStats, type ResponseEncoder } from './v1/hub';
 import { openLookupTables } from './lookup-tables/lookup-tables';
-import { startGrpcJsTransport } from './grpc-js-transport';
-import { startH2Transport } from './h2-transport';
-import { recheckCallers, serveSubscribe, type OpenCalls, type SubscribeCall } from './subscribe-call';
-import type { LoadedAddressResolver } from './loaded-addresses';
+import { startGrpcJsTransport } from './transport/grpc-js';
+import { startH2Transport } from './transport/h2';
+import { recheckCallers, serveSubscribe, type OpenCalls, type SubscribeCall } from './v1/serve';
+import type { LoadedAddressResolver } from './filter/loaded-addresses';
 import { V2Hub } from './v2/hub';
 import { recheckV2Callers, serveV2, type OpenV2Calls, type V2Call } from './v2/serve';
 
@@ -38,7 +38,7 @@ export interface FanoutOptions {
   usage?: UsageSink;
   /** The billing period of stream usage; default 60 s. */
   usagePeriodMs?: number;
-  /** Lookup-table resolution for v2 (fanout/loaded-addresses.ts); default: the process's table cache, else noResolution. */
+  /** Lookup-table resolution for v2 (fanout/filter/loaded-addresses.ts); default: the process's table cache, else noResolution. */
   resolver?: LoadedAddressResolver;
 }
 

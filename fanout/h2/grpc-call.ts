@@ -7,7 +7,7 @@ import type { H2Stream } from './stream';
 //   - request messages are cut at their 5-byte prefixes and handed over whole (a copy: requests are few and may
 //     outlive the socket's read buffer); larger than maxMessageBytes → RESOURCE_EXHAUSTED, as grpc-js says it;
 //   - compressed requests are refused (UNIMPLEMENTED): we announce `grpc-accept-encoding: identity`;
-//   - responses are written as they come, already framed (encoder.ts framedEncoder); `grpc-encoding` says what a
+//   - responses are written as they come, already framed (v1/encoder.ts framedEncoder); `grpc-encoding` says what a
 //     compressed response (flag 1) is in: identity unless the application set `encoding` before the headers;
 //   - the status goes in trailers after every queued response, or alone (trailers-only) before any header;
 //   - `grpc-timeout` is honoured (DEADLINE_EXCEEDED), as grpc-js does.

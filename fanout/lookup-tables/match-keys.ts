@@ -1,7 +1,7 @@
 import { LOOKUP_INTS, scanLookups } from '../../proto/tx-message-reader';
-import { keysWithLoaded, type LoadedAddresses } from '../loaded-addresses';
+import { keysWithLoaded, type LoadedAddresses } from '../filter/loaded-addresses';
 import { lookupMetrics } from './lookup-metrics';
-import type { FilterIndex, Match, SplitMatch } from '../filter-index';
+import type { FilterIndex, Match, SplitMatch } from '../filter/filter-index';
 import { TableEntry, type TableCache } from './table-cache';
 import type { TableHits } from './table-hits';
 import { copyIndexes, usableAt } from './table-resolver';

@@ -1,5 +1,5 @@
 import { LookupCursor } from '../../proto/tx-message-reader';
-import type { TableLookup } from '../loaded-addresses';
+import type { TableLookup } from '../filter/loaded-addresses';
 
 /** A transaction's lookups as the resolver takes them (views into `message`), or null when they do not parse. */
 export function readLookups(message: Buffer, cursor = new LookupCursor()): TableLookup[] | null {

@@ -1,7 +1,7 @@
 import { InstructionCursor } from '../../proto/tx-message-reader';
 import { ALT_PROGRAM_ID, decodeAltInstruction } from '../../proto/lookup-table/program';
 import type { TableCache } from './table-cache';
-import { equal32 } from '../key32';
+import { equal32 } from '../filter/key32';
 import { tableId } from './table-resolver';
 
 // Feeds the table cache from the stream: every instruction of a transaction that calls the lookup-table program

@@ -5,7 +5,7 @@ import { deactivated, extended, frozen } from '../../proto/lookup-table/rules';
 import { lookupMetrics } from './lookup-metrics';
 import { TableFetcher, type FetchResult } from './table-fetcher';
 import { TableNotifier } from './table-notifier';
-import { equal32, hash32 } from '../key32';
+import { equal32, hash32 } from '../filter/key32';
 
 // The process's lookup tables: what the chain node said about each (fetched when a transaction first names the
 // table), changed by the table program's instructions seen in the stream (a pending view, used at once), and

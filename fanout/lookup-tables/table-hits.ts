@@ -1,4 +1,4 @@
-import { PUBKEY_LEN } from '../filter';
+import { PUBKEY_LEN } from '../filter/compile';
 import type { TableEntry } from './table-cache';
 
 // Matching against tables, not per transaction. Tables change rarely and filters change rarely, so for each table

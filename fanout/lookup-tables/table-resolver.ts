@@ -1,6 +1,6 @@
 import type { LookupTableState } from '../../proto/lookup-table/account';
 import { indexesInRange, usableCount } from '../../proto/lookup-table/rules';
-import { LoadedBlock, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../loaded-addresses';
+import { LoadedBlock, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../filter/loaded-addresses';
 import { lookupMetrics, type UnresolvedReason } from './lookup-metrics';
 import type { TableCache, TableEntry, TableWaiter } from './table-cache';
 

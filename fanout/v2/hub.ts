@@ -9,9 +9,9 @@ import type { Log } from '../../infra/base/log';
 import { encodeEntryShared, encodeLoadedAddresses, encodeSlotShared, encodeTxShared, SlotStatus } from '../../proto/wire-v2';
 import type { FanoutConfig } from '../config';
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
-import type { CompiledFilterSet } from '../filter';
-import { FilterIndex, type Match, type SplitMatch } from '../filter-index';
-import { noResolution, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../loaded-addresses';
+import type { CompiledFilterSet } from '../filter/compile';
+import { FilterIndex, type Match, type SplitMatch } from '../filter/filter-index';
+import { noResolution, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../filter/loaded-addresses';
 import type { LookupTables } from '../lookup-tables/lookup-tables';
 import { readLookups } from '../lookup-tables/read-lookups';
 import { TableHits } from '../lookup-tables/table-hits';
@@ -69,7 +69,7 @@ export interface V2HubOptions {
   bus: Bus;
   budget: QueueBudget;
   streamLimits: StreamLimits;
-  /** Lookup-table resolution (fanout/loaded-addresses.ts) for filters with match_loaded_addresses; default noResolution. */
+  /** Lookup-table resolution (fanout/filter/loaded-addresses.ts) for filters with match_loaded_addresses; default noResolution. */
   resolver?: LoadedAddressResolver;
   /**
    * The process's table cache, when `resolver` is its resolver: live records whose tables are held are then

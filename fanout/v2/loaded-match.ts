@@ -1,5 +1,5 @@
-import type { FilterIndex, Match, SplitMatch } from '../filter-index';
-import { keysWithLoaded, type LoadedAddresses, type TableLookup } from '../loaded-addresses';
+import type { FilterIndex, Match, SplitMatch } from '../filter/filter-index';
+import { keysWithLoaded, type LoadedAddresses, type TableLookup } from '../filter/loaded-addresses';
 
 // v2 matching with `TransactionFilter.match_loaded_addresses`: a filter with the flag sees a v0 transaction's
 // static keys and the addresses its lookup tables load; a filter without it sees the static keys only (v1's

@@ -1,5 +1,5 @@
 import { SubscribeRequest, TransactionEncoding, LagPolicy } from '../../proto/gen/stream_v2_pb';
-import type { FilterSpec } from '../filter';
+import type { FilterSpec } from '../filter/compile';
 
 // A v2 SubscribeRequest as the session reads it: plain data. Requests are few (filter changes, pings, one start),
 // so the generated decoder reads them; what it cannot read ends the call as v1's does (INTERNAL).

@@ -1,9 +1,9 @@
 import bs58 from 'bs58';
-import { FilterIndex } from '../../fanout/filter-index';
+import { FilterIndex } from '../../fanout/filter/filter-index';
 import { updateFromRequest } from '../support/request-adapter';
-import { decodeSubscribeUpdate } from '../../fanout/request-wire';
-import type { SubscribeUpdate } from '../../fanout/request';
-import { Session } from '../../fanout/session';
+import { decodeSubscribeUpdate } from '../../fanout/v1/request-wire';
+import type { SubscribeUpdate } from '../../fanout/v1/request';
+import { Session } from '../../fanout/v1/session';
 import { deserializeSubscribeRequest, serializeSubscribeRequest, type SubscribeRequestInit } from '../../proto/service';
 import { FakePort } from '../fanout/fake-port';
 import { testKey58 } from '../fanout/support';
@@ -87,7 +87,7 @@ export async function benchFanoutFilter(): Promise<BenchResult[]> {
         ref_all_new_via_generated_decoder_ms: median(viaGenerated),
         ref_bs58_48k_keys_ms: median(ref),
       },
-      note: 'server CPU once grpc-js has the bytes: decode the request (request-wire.ts), charge, compile, index; aim < 20 ms. References: the same via google-protobuf + strings; bs58 alone',
+      note: 'server CPU once grpc-js has the bytes: decode the request (v1/request-wire.ts), charge, compile, index; aim < 20 ms. References: the same via google-protobuf + strings; bs58 alone',
     },
   ];
 }

@@ -1,12 +1,12 @@
 import crypto from 'node:crypto';
 import bs58 from 'bs58';
 import { decodeTxRecord, encodeTxRecord } from '../../bus/topics/stream-transactions';
-import { compileFilters, type CompiledFilterSet } from '../../fanout/filter';
-import { FilterIndex } from '../../fanout/filter-index';
+import { compileFilters, type CompiledFilterSet } from '../../fanout/filter/compile';
+import { FilterIndex } from '../../fanout/filter/filter-index';
 import { openLookupTables } from '../../fanout/lookup-tables/lookup-tables';
 import { readLookups } from '../../fanout/lookup-tables/read-lookups';
 import { parseFanoutConfig } from '../../fanout/config';
-import type { LoadedAddresses } from '../../fanout/loaded-addresses';
+import type { LoadedAddresses } from '../../fanout/filter/loaded-addresses';
 import { matchWithLoaded, mergeSplit } from '../../fanout/v2/loaded-match';
 import { TableHits } from '../../fanout/lookup-tables/table-hits';
 import { encodeLoadedAddresses } from '../../proto/wire-v2';
@@ -147,7 +147,7 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     if (!d.ok) throw new Error(d.reason);
     matched += index.match(d.record.accountKeys).length;
   };
-  // matchV1 as fanout.ts runs it: against the tables' hit lists (table-hits.ts).
+  // matchV1 as fanout/v1/hub.ts runs it: against the tables' hit lists (table-hits.ts).
   const on = (rec: Buffer): void => {
     const d = decodeTxRecord(rec);
     if (!d.ok) throw new Error(d.reason);

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import type { FanoutStats } from '../../fanout/fanout';
+import type { FanoutStats } from '../../fanout/v1/hub';
 import { FanoutChild } from '../fanout/child-process';
 import { serverP99 } from './fanout';
 import { uniqueTopics } from '../fanout/support';
@@ -10,7 +10,7 @@ import { fmt, sleep, type BenchResult } from './stats';
 // streams (fanout-load.ts) that cut the byte stream at gRPC length prefixes, read only the publish stamp in
 // signatures[0] and decode nothing else, on 1,000 connections and on 20 — by default the compiled Go client
 // (test/bench/loadclient, a process of its own), else bare node:http2 in this process. Same workload as
-// fanout.ts (~5 subscribers reached per transaction, real ~800 B templates), published inside the fanout's
+// fanout/v1/hub.ts (~5 subscribers reached per transaction, real ~800 B templates), published inside the fanout's
 // process (embedded bus). Server CPU = the fanout's user+system time over the phase (with workers: the cluster
 // primary's and every worker's), divided by the messages the clients received.
 //

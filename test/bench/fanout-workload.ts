@@ -42,7 +42,7 @@ function accountKey(kind: 'user' | 'hot', i: number): Buffer {
 const pick = (r: () => number, n: number): number => Math.floor(r() * n);
 
 /** Subscriber i's filter map (deterministic). */
-/** A filter as strings (what a client sends; assignable to fanout/filter.ts FilterSpec). */
+/** A filter as strings (what a client sends; assignable to fanout/filter/compile.ts FilterSpec). */
 export interface TextFilter {
   include: string[];
   exclude: string[];

@@ -1,12 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import { Timestamp } from 'google-protobuf/google/protobuf/timestamp_pb';
 import { KafkaBus } from '../../bus/kafka';
-import { wireEncoder } from '../../fanout/encoder';
-import { compileFilters } from '../../fanout/filter';
-import { FilterIndex } from '../../fanout/filter-index';
+import { wireEncoder } from '../../fanout/v1/encoder';
+import { compileFilters } from '../../fanout/filter/compile';
+import { FilterIndex } from '../../fanout/filter/filter-index';
 import { SubscribeResponse, SubscribeResponseTransaction } from '../../proto/gen/arpc_pb';
 import { streamServiceDefinition, type SubscribeRequestInit } from '../../proto/service';
-import type { FanoutStats } from '../../fanout/fanout';
+import type { FanoutStats } from '../../fanout/v1/hub';
 import { FanoutChild } from '../fanout/child-process';
 import type { LatencyCounts } from '../fanout/fanout-child';
 import { fixtureTxs, quietLog, uniqueTopics } from '../fanout/support';

@@ -1,4 +1,4 @@
-import type { FanoutStats } from '../../fanout/fanout';
+import type { FanoutStats } from '../../fanout/v1/hub';
 import { FilterAdd, Start, SubscribeRequest, TransactionFilter } from '../../proto/gen/stream_v2_pb';
 import { zstdAvailable } from '../../proto/grpc-compression';
 import { V2_SUBSCRIBE_PATH } from '../../proto/service-v2';

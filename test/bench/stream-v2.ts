@@ -1,7 +1,7 @@
 import { EmbeddedBus } from '../../bus/embedded';
 import type { BusMessage } from '../../bus/bus';
-import { framedEncoder, wireEncoder } from '../../fanout/encoder';
-import { Fanout } from '../../fanout/fanout';
+import { framedEncoder, wireEncoder } from '../../fanout/v1/encoder';
+import { Fanout } from '../../fanout/v1/hub';
 import { V2Hub } from '../../fanout/v2/hub';
 import { encodeCursor, TopicTag } from '../../fanout/v2/cursor';
 import { encodeEntryRecord } from '../../bus/topics/stream-entries';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { StreamError } from '../../fanout/errors';
-import type { SessionPort } from '../../fanout/session';
+import type { SessionPort } from '../../fanout/v1/session';
 
 /** A SessionPort that records writes, pushes back on demand (`accepting`), and drains when told. */
 export class FakePort implements SessionPort {

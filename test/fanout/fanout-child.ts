@@ -6,7 +6,7 @@ import { emptyRegistry } from '../../bus/rental-registry';
 import { startFanout, type FanoutHandle } from '../../fanout/server';
 import { startFanoutWorkers } from '../../fanout/cluster';
 import { serveFanoutWorker } from '../../fanout/cluster-worker';
-import type { FanoutStats } from '../../fanout/fanout';
+import type { FanoutStats } from '../../fanout/v1/hub';
 import { quietLog, testConfig } from './support';
 import { fanoutMetrics } from '../../fanout/metrics';
 import { FEED_MAX_BURST } from '../bench/fanout-workload';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
-import type { FanoutStats } from '../../fanout/fanout';
+import type { FanoutStats } from '../../fanout/v1/hub';
 import { fanoutMetrics } from '../../fanout/metrics';
 import { FanoutChild } from './child-process';
 import { RawConnection, type RawStream } from './raw-client';

@@ -4,7 +4,7 @@ import {
   AddressLookupTableProgram, Keypair, PublicKey, TransactionMessage, VersionedTransaction,
   type Connection, type TransactionInstruction,
 } from '@solana/web3.js';
-import type { LoadedAddresses, TableLookup } from '../../fanout/loaded-addresses';
+import type { LoadedAddresses, TableLookup } from '../../fanout/filter/loaded-addresses';
 import { openLookupTables, type LookupTables } from '../../fanout/lookup-tables/lookup-tables';
 import { tableId } from '../../fanout/lookup-tables/table-resolver';
 import { metrics } from '../../infra/base/metrics';

@@ -8,10 +8,10 @@ import {
 import { TOPIC } from '../../bus/topics';
 import type { BusMessage } from '../../bus/bus';
 import { encodeTxRecord } from '../../bus/topics/stream-transactions';
-import { wireEncoder } from '../../fanout/encoder';
+import { wireEncoder } from '../../fanout/v1/encoder';
 import { isStreamError } from '../../fanout/errors';
-import { Fanout } from '../../fanout/fanout';
-import type { LoadedAddresses } from '../../fanout/loaded-addresses';
+import { Fanout } from '../../fanout/v1/hub';
+import type { LoadedAddresses } from '../../fanout/filter/loaded-addresses';
 import { openLookupTables, type LookupTables } from '../../fanout/lookup-tables/lookup-tables';
 import { readLookups } from '../../fanout/lookup-tables/read-lookups';
 import { tableId } from '../../fanout/lookup-tables/table-resolver';

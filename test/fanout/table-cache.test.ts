@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import bs58 from 'bs58';
 import { openLookupTables, type LookupTables } from '../../fanout/lookup-tables/lookup-tables';
 import { tableId } from '../../fanout/lookup-tables/table-resolver';
-import type { LoadedAddresses, TableLookup } from '../../fanout/loaded-addresses';
+import type { LoadedAddresses, TableLookup } from '../../fanout/filter/loaded-addresses';
 import { encodeLookupTable } from '../../proto/lookup-table/account';
 import { SLOT_MAX } from '../../proto/lookup-table/program';
 import { waitFor } from '../support/wait';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import { parseFanoutConfig } from '../../fanout/config';
-import { compileFilters, type CompiledFilterSet } from '../../fanout/filter';
-import { FilterIndex } from '../../fanout/filter-index';
+import { compileFilters, type CompiledFilterSet } from '../../fanout/filter/compile';
+import { FilterIndex } from '../../fanout/filter/filter-index';
 import { openLookupTables } from '../../fanout/lookup-tables/lookup-tables';
 import { TableHits } from '../../fanout/lookup-tables/table-hits';
 import { tableId } from '../../fanout/lookup-tables/table-resolver';

@@ -23,7 +23,14 @@ export const MAY_IMPORT: Readonly<Record<Unit, readonly Unit[]>> = {
   proto: ['infra/base'],
   bus: ['infra/base'],
   ingest: ['infra/base', 'bus', 'proto'],
-  fanout: ['infra/base', 'bus', 'proto'],
+  // The fanout's rooms: what every stream shares sits at its top (server, config, metrics, errors, queues, limits,
+  // usage, the lookup-table seam, the HTTP/2 server in h2/) and composes the rooms; v1 and v2 never import each
+  // other; the filter engine serves both and knows neither them nor the call adapters.
+  fanout: ['infra/base', 'bus', 'proto', 'fanout/v1', 'fanout/v2', 'fanout/filter', 'fanout/transport'],
+  'fanout/filter': ['infra/base', 'bus', 'proto', 'fanout'],
+  'fanout/v1': ['infra/base', 'bus', 'proto', 'fanout', 'fanout/filter'],
+  'fanout/v2': ['infra/base', 'bus', 'proto', 'fanout', 'fanout/filter'],
+  'fanout/transport': ['infra/base', 'bus', 'proto', 'fanout', 'fanout/v1', 'fanout/v2', 'fanout/filter'],
   'gateways/core': ['infra/base', 'bus', 'proto'],
   'gateways/rpc': ['infra/base', 'bus', 'proto', 'gateways/core'],
   'gateways/evm': ['infra/base', 'bus', 'proto', 'gateways/core'],

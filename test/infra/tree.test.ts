@@ -174,6 +174,10 @@ describe('the import graph keeps its layers (README, "Layout")', () => {
       ['gateways/submit/pipeline.ts', ['ingest/entry/entries.ts', 'gateways/core/usage.ts', 'proto/txn/decode.ts']],
       ['gateways/rpc/gateway.ts', ['gateways/evm/auth.ts']],
       ['newfolder/x.ts', []],
+      // The fanout's rooms: v1 and v2 never import each other; the filter engine knows neither nor the adapters.
+      ['fanout/v2/hub.ts', ['fanout/v1/session.ts', 'fanout/filter/compile.ts', 'fanout/queue-budget.ts']],
+      ['fanout/v1/hub.ts', ['fanout/v2/cursor.ts']],
+      ['fanout/filter/compile.ts', ['fanout/v1/request.ts', 'fanout/transport/h2.ts', 'fanout/errors.ts']],
     ]);
     const why = layerViolations(bad).map((v) => `${v.from} -> ${v.to}`);
     assert.deepEqual(why, [
@@ -182,9 +186,13 @@ describe('the import graph keeps its layers (README, "Layout")', () => {
       'gateways/submit/pipeline.ts -> ingest/entry/entries.ts',
       'gateways/rpc/gateway.ts -> gateways/evm/auth.ts',
       'newfolder/x.ts -> ',
+      'fanout/v2/hub.ts -> fanout/v1/session.ts',
+      'fanout/v1/hub.ts -> fanout/v2/cursor.ts',
+      'fanout/filter/compile.ts -> fanout/v1/request.ts',
+      'fanout/filter/compile.ts -> fanout/transport/h2.ts',
     ]);
     // The root and the tests may import anything.
-    assert.deepEqual(layerViolations(new Map([['infra/launcher.ts', ['ingest/worker.ts', 'infra/local/chain/index.ts']], ['test/x.test.ts', ['fanout/filter.ts']]])), []);
+    assert.deepEqual(layerViolations(new Map([['infra/launcher.ts', ['ingest/worker.ts', 'infra/local/chain/index.ts']], ['test/x.test.ts', ['fanout/filter/compile.ts']]])), []);
     // Circles, including a type-only one through a third file, and none in a chain.
     assert.deepEqual(circles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']], ['d.ts', ['a.ts']]])), [['a.ts', 'b.ts', 'c.ts']]);
     assert.deepEqual(circles(new Map([['a.ts', ['a.ts']]])), [['a.ts']]);
@@ -199,6 +207,7 @@ describe('the import graph keeps its layers (README, "Layout")', () => {
     // The scan sees the edges it must (a checker that read nothing would pass).
     assert.ok(graph.get('bus/open.ts')?.includes('bus/config.ts'), 'bus/open.ts -> bus/config.ts');
     assert.ok(graph.get('gateways/submit/pipeline.ts')?.includes('proto/txn/decode.ts'), 'submit reads the shared transaction codec');
+    assert.ok(graph.get('fanout/v2/hub.ts')?.includes('fanout/filter/filter-index.ts'), 'v2 matches with the shared filter engine');
     assert.deepEqual(layerViolations(graph).map((v) => `${v.from} -> ${v.to}: ${v.why}`), []);
   });
 

@@ -1,6 +1,6 @@
 import type { SubscribeRequest } from '../../proto/gen/arpc_pb';
-import type { FilterSpec } from '../../fanout/filter';
-import type { SubscribeUpdate } from '../../fanout/request';
+import type { FilterSpec } from '../../fanout/filter/compile';
+import type { SubscribeUpdate } from '../../fanout/v1/request';
 
 // Generated SubscribeRequest → the session's plain SubscribeUpdate. Presence comes from the proto3 `optional`
 // markers: hasPingId()/hasNewSeenSlots() say whether the client set the field at all (0 and false are values).

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
-import { compileFilters, maskNames, type FilterSpec } from '../../../fanout/filter';
-import { FilterIndex } from '../../../fanout/filter-index';
-import { LoadedBlock } from '../../../fanout/loaded-addresses';
+import { compileFilters, maskNames, type FilterSpec } from '../../../fanout/filter/compile';
+import { FilterIndex } from '../../../fanout/filter/filter-index';
+import { LoadedBlock } from '../../../fanout/filter/loaded-addresses';
 import { matchWithLoaded } from '../../../fanout/v2/loaded-match';
 import { rng } from '../../support/prng';
 

@@ -1,17 +1,17 @@
-import type { FanoutConfig } from './config';
-import type { StreamError } from './errors';
-import { DEFAULT_CONNECTION_LIMITS } from './h2/connection';
-import { H2Error } from './h2/frame';
-import { fanoutMetrics } from './metrics';
-import { GrpcCode, type GrpcCall } from './h2/grpc-call';
-import { startGrpcServer, type GrpcServer } from './h2/server';
-import type { SubscribeUpdate } from './request';
-import type { Sink } from './subscriber-queue';
-import { decodeSubscribeUpdate } from './request-wire';
-import { TOKEN_HEADER } from './auth';
-import { errorTrailers, type SubscribeCall } from './subscribe-call';
-import { V2_SUBSCRIBE_PATH, type V2Call } from './v2/serve';
-import { chooseEncoding, sendableEncodings, type MessageEncoding } from '../proto/grpc-compression';
+import type { FanoutConfig } from '../config';
+import type { StreamError } from '../errors';
+import { DEFAULT_CONNECTION_LIMITS } from '../h2/connection';
+import { H2Error } from '../h2/frame';
+import { fanoutMetrics } from '../metrics';
+import { GrpcCode, type GrpcCall } from '../h2/grpc-call';
+import { startGrpcServer, type GrpcServer } from '../h2/server';
+import type { SubscribeUpdate } from '../v1/request';
+import type { Sink } from '../subscriber-queue';
+import { decodeSubscribeUpdate } from '../v1/request-wire';
+import { TOKEN_HEADER } from '../auth';
+import { errorTrailers, type SubscribeCall } from '../v1/serve';
+import { V2_SUBSCRIBE_PATH, type V2Call } from '../v2/serve';
+import { chooseEncoding, sendableEncodings, type MessageEncoding } from '../../proto/grpc-compression';
 
 // The stream endpoint on the fanout's own HTTP/2 server (fanout/h2/): a GrpcCall seen as a SubscribeCall.
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import fc from 'fast-check';
-import { decode58Into } from '../../fanout/pubkey58';
+import { decode58Into } from '../../../fanout/filter/pubkey58';
 
 // The fast 32-byte decoder must accept exactly what bs58 decodes to 32 bytes, with the same bytes: the
 // compiler trusts it for every key and asks bs58 only about the ones it refuses.

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { isAscii, isUtf8 } from 'node:buffer';
-import { WireError } from '../proto/wire';
-import type { FilterSpec } from './filter';
+import { WireError } from '../../proto/wire';
+import type { FilterSpec } from '../filter/compile';
 import type { SubscribeUpdate } from './request';
-import { WireKeys } from './wire-keys';
+import { WireKeys } from '../filter/wire-keys';
 
 // SubscribeRequest bytes → SubscribeUpdate, for the server, without google-protobuf: a full-size filter map
 // (48,000 keys, 2.2 MB) would otherwise become 48,000 JS strings and a tree of generated objects per update,

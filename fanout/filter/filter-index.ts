@@ -1,4 +1,4 @@
-import { PUBKEY_LEN, type CompiledFilter, type CompiledFilterSet } from './filter';
+import { PUBKEY_LEN, type CompiledFilter, type CompiledFilterSet } from './compile';
 import { equal32, hash32, type KeyList32 } from './key32';
 import { removeId } from './id-table';
 

@@ -1,5 +1,5 @@
 import bs58 from 'bs58';
-import { streamError, type ListKind, type StreamError } from './errors';
+import { streamError, type ListKind, type StreamError } from '../errors';
 import { KeyList32, equal32, hash32 } from './key32';
 import { decode58Into } from './pubkey58';
 import type { WireKeys } from './wire-keys';

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { TOPIC } from '../../bus/topics';
-import type { BusMessage } from '../../bus/bus';
-import { wireEncoder } from '../../fanout/encoder';
-import { isStreamError } from '../../fanout/errors';
-import { Fanout, type ResponseEncoder } from '../../fanout/fanout';
-import type { Session } from '../../fanout/session';
-import { FakePort } from './fake-port';
-import { makeTx, quietLog, slotRecord, testConfig, testKey, testKey58, txRecord, type TestTx } from './support';
+import { TOPIC } from '../../../bus/topics';
+import type { BusMessage } from '../../../bus/bus';
+import { wireEncoder } from '../../../fanout/v1/encoder';
+import { isStreamError } from '../../../fanout/errors';
+import { Fanout, type ResponseEncoder } from '../../../fanout/v1/hub';
+import type { Session } from '../../../fanout/v1/session';
+import { FakePort } from '../fake-port';
+import { makeTx, quietLog, slotRecord, testConfig, testKey, testKey58, txRecord, type TestTx } from '../support';
 
 // The hub without a network: encode-once sharing, dedupe, slots, heartbeats, bad records.
 

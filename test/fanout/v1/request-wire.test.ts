@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeSubscribeUpdate } from '../../fanout/request-wire';
-import { WireKeys } from '../../fanout/wire-keys';
-import type { KeyList } from '../../fanout/filter';
-import { updateFromRequest } from '../support/request-adapter';
-import type { SubscribeUpdate } from '../../fanout/request';
-import { deserializeSubscribeRequest, serializeSubscribeRequest } from '../../proto/service';
-import { checkSubscribeRequest, WireError } from '../../proto/wire';
-import { testKey58 } from './support';
+import { decodeSubscribeUpdate } from '../../../fanout/v1/request-wire';
+import { WireKeys } from '../../../fanout/filter/wire-keys';
+import type { KeyList } from '../../../fanout/filter/compile';
+import { updateFromRequest } from '../../support/request-adapter';
+import type { SubscribeUpdate } from '../../../fanout/v1/request';
+import { deserializeSubscribeRequest, serializeSubscribeRequest } from '../../../proto/service';
+import { checkSubscribeRequest, WireError } from '../../../proto/wire';
+import { testKey58 } from '../support';
 
 // The server's own SubscribeRequest reader must see exactly what the generated decoder (after the wire
 // vetting) sees: same filters in the same order, same ping and slot switch, and refuse the same bytes.

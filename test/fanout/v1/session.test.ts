@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import { status } from '@grpc/grpc-js';
-import type { StreamError } from '../../fanout/errors';
-import { FilterIndex } from '../../fanout/filter-index';
-import type { FilterSpec } from '../../fanout/filter';
-import type { SubscribeUpdate } from '../../fanout/request';
-import { Session, type EndReason } from '../../fanout/session';
-import { FakePort } from './fake-port';
-import { SubscriberQueue } from '../../fanout/subscriber-queue';
-import { UpdateRate } from '../../fanout/update-rate';
-import { RecentKeys } from '../../fanout/dedupe';
+import type { StreamError } from '../../../fanout/errors';
+import { FilterIndex } from '../../../fanout/filter/filter-index';
+import type { FilterSpec } from '../../../fanout/filter/compile';
+import type { SubscribeUpdate } from '../../../fanout/v1/request';
+import type { EndReason } from '../../../fanout/errors';
+import { Session } from '../../../fanout/v1/session';
+import { FakePort } from '../fake-port';
+import { SubscriberQueue } from '../../../fanout/subscriber-queue';
+import { UpdateRate } from '../../../fanout/update-rate';
+import { RecentKeys } from '../../../fanout/v1/dedupe';
 
 // Session rules of Endpoint A, the bounded queue, the update-rate window and dedupe, without a network.
 

@@ -1,20 +1,20 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Http2Stream } from 'node:http2';
-import { chooseEncoding, sendableEncodings, type MessageEncoding } from '../proto/grpc-compression';
-import { addSubscribeService } from '../proto/service';
-import { addStreamV2Service } from '../proto/service-v2';
-import { tokenOf } from './auth';
+import { chooseEncoding, sendableEncodings, type MessageEncoding } from '../../proto/grpc-compression';
+import { addSubscribeService } from '../../proto/service';
+import { addStreamV2Service } from '../../proto/service-v2';
+import { tokenOf } from '../auth';
 import { closeConnectionAfterStatus } from './call-connection';
 import { acceptEncodingOf, watchAcceptEncoding } from './grpc-js-accept-encoding';
 import { resetCall } from './call-reset';
-import type { FanoutConfig } from './config';
-import type { StreamError } from './errors';
+import type { FanoutConfig } from '../config';
+import type { StreamError } from '../errors';
 import { FramedSink, http2StreamOf, setNoDelay } from './grpc-stream';
-import type { SubscribeUpdate } from './request';
-import { decodeSubscribeUpdate } from './request-wire';
-import type { Sink } from './subscriber-queue';
-import type { SubscribeCall } from './subscribe-call';
-import type { V2Call } from './v2/serve';
+import type { SubscribeUpdate } from '../v1/request';
+import { decodeSubscribeUpdate } from '../v1/request-wire';
+import type { Sink } from '../subscriber-queue';
+import type { SubscribeCall } from '../v1/serve';
+import type { V2Call } from '../v2/serve';
 
 // The stream endpoint on grpc-js (fanout.transport = grpc-js), v1 and v2 (meridian.stream.v2) on one port: the
 // reference the own HTTP/2 server is measured against, and a fallback. Responses go straight to the HTTP/2 stream

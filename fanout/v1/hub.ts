@@ -1,25 +1,26 @@
-import type { BusMessage } from '../bus/bus';
-import { decodeSlotRecord } from '../bus/topics/stream-slots';
-import { decodeTxRecord } from '../bus/topics/stream-transactions';
-import type { Rental } from '../bus/topics/rentals';
-import type { UsageSink } from '../bus/usage-producer';
-import { StreamUsage } from './stream-usage';
-import type { Log } from '../infra/base/log';
-import type { FanoutConfig } from './config';
+import type { BusMessage } from '../../bus/bus';
+import { decodeSlotRecord } from '../../bus/topics/stream-slots';
+import { decodeTxRecord } from '../../bus/topics/stream-transactions';
+import type { Rental } from '../../bus/topics/rentals';
+import type { UsageSink } from '../../bus/usage-producer';
+import { StreamUsage } from '../stream-usage';
+import type { Log } from '../../infra/base/log';
+import type { FanoutConfig } from '../config';
 import { RecentKeys } from './dedupe';
-import { streamError, type StreamError } from './errors';
-import { maskNames, type CompiledFilterSet } from './filter';
-import { FilterIndex } from './filter-index';
-import { fanoutMetrics } from './metrics';
-import { QueueBudget } from './queue-budget';
-import { Session, type EndReason, type SessionOptions, type SessionPort } from './session';
-import { StreamLimits, type StreamOrigin } from './stream-limits';
-import { KeyRate } from './update-rate';
-import type { TxRecord } from '../bus/topics/stream-transactions';
-import type { LookupTables } from './lookup-tables/lookup-tables';
-import { readLookups } from './lookup-tables/read-lookups';
-import { TableHits } from './lookup-tables/table-hits';
-import type { Match } from './filter-index';
+import { streamError, type StreamError } from '../errors';
+import { maskNames, type CompiledFilterSet } from '../filter/compile';
+import { FilterIndex } from '../filter/filter-index';
+import { fanoutMetrics } from '../metrics';
+import { QueueBudget } from '../queue-budget';
+import type { EndReason } from '../errors';
+import { Session, type SessionOptions, type SessionPort } from './session';
+import { StreamLimits, type StreamOrigin } from '../stream-limits';
+import { KeyRate } from '../update-rate';
+import type { TxRecord } from '../../bus/topics/stream-transactions';
+import type { LookupTables } from '../lookup-tables/lookup-tables';
+import { readLookups } from '../lookup-tables/read-lookups';
+import { TableHits } from '../lookup-tables/table-hits';
+import type { Match } from '../filter/filter-index';
 
 // The hub between the bus and the sessions: every stream.transactions record is de-duplicated by signature,
 // decoded as views, matched once through the filter index, encoded once per distinct `filters` list and queued

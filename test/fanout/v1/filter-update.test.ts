@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
-import type { StreamError } from '../../fanout/errors';
-import type { FilterSpec } from '../../fanout/filter';
-import { FilterIndex } from '../../fanout/filter-index';
-import { Session, type EndReason } from '../../fanout/session';
-import { FakePort } from './fake-port';
-import { testKey, testKey58 } from './support';
+import type { StreamError } from '../../../fanout/errors';
+import type { FilterSpec } from '../../../fanout/filter/compile';
+import { FilterIndex } from '../../../fanout/filter/filter-index';
+import type { EndReason } from '../../../fanout/errors';
+import { Session } from '../../../fanout/v1/session';
+import { FakePort } from '../fake-port';
+import { testKey, testKey58 } from '../support';
 
 // A full-size filter map (16 filters × 3 lists × 1,000 keys) is valid and cheap to re-send: unchanged filters
 // keep their compiled lists and index entries; the per-stream key cap and the keys-per-second charge hold.

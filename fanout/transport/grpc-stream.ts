@@ -1,5 +1,5 @@
 import type { Http2Stream } from 'node:http2';
-import type { Sink } from './subscriber-queue';
+import type { Sink } from '../subscriber-queue';
 
 // grpc-js keeps the HTTP/2 stream of a call to itself, and its per-message write path (an object-mode
 // Writable of 16 messages, one http2 write with its own callback per message) is both the bulk of the

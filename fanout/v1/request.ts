@@ -1,4 +1,4 @@
-import type { FilterSpec } from './filter';
+import type { FilterSpec } from '../filter/compile';
 
 // A SubscribeRequest as the session reads it: plain data, whatever decoded it (the server: request-wire.ts from
 // the bytes; tests: test/support/request-adapter.ts from generated objects), so sessions do not depend on

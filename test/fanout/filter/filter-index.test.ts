@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import fc from 'fast-check';
 import { status } from '@grpc/grpc-js';
-import { compileFilters, maskNames, type CompiledFilterSet, type FilterSpec } from '../../fanout/filter';
-import { FilterIndex } from '../../fanout/filter-index';
-import { isStreamError } from '../../fanout/errors';
+import { compileFilters, maskNames, type CompiledFilterSet, type FilterSpec } from '../../../fanout/filter/compile';
+import { FilterIndex } from '../../../fanout/filter/filter-index';
+import { isStreamError } from '../../../fanout/errors';
 
 // Filter semantics (service.md Endpoint A 5–8) checked case by case, then against a naive reference matcher
 // on random subscribers, filters and transactions.

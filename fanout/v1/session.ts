@@ -1,12 +1,12 @@
-import type { Rental } from '../bus/topics/rentals';
-import { streamError, type StreamError, type StreamErrorKind } from './errors';
-import { changedKeyCount, compileFilters, specKeyCount, type CompiledFilterSet, type FilterLimits } from './filter';
-import type { FilterIndex } from './filter-index';
+import type { Rental } from '../../bus/topics/rentals';
+import { streamError, type EndReason, type StreamError } from '../errors';
+import { changedKeyCount, compileFilters, specKeyCount, type CompiledFilterSet, type FilterLimits } from '../filter/compile';
+import type { FilterIndex } from '../filter/filter-index';
 import type { SubscribeUpdate } from './request';
-import type { QueueBudget } from './queue-budget';
-import type { StreamOrigin } from './stream-limits';
-import { SubscriberQueue, type OverflowLimit, type QueueLimits, type Sink } from './subscriber-queue';
-import { KeyRate, UpdateRate } from './update-rate';
+import type { QueueBudget } from '../queue-budget';
+import type { StreamOrigin } from '../stream-limits';
+import { SubscriberQueue, type OverflowLimit, type QueueLimits, type Sink } from '../subscriber-queue';
+import { KeyRate, UpdateRate } from '../update-rate';
 
 // One Subscribe stream and the rules of Endpoint A that belong to it:
 //   - a new stream starts empty: no filters, no slots, no replay;
@@ -19,9 +19,6 @@ import { KeyRate, UpdateRate } from './update-rate';
 // "Filter-update message" (the contract's word) is read as a request with a non-empty transactions map: only
 // those change state and cost index work. Pings and slot switches do not count (published clients send a ping
 // timer's worth of them), and an empty map cannot be told from an absent one on the wire.
-
-/** Why a stream ended, for the disconnect counter. */
-export type EndReason = 'client' | 'server_close' | StreamErrorKind;
 
 /** The call as the session drives it; server.ts adapts a grpc-js duplex stream to this. */
 export interface SessionPort extends Sink {

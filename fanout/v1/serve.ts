@@ -1,11 +1,11 @@
-import type { RentalRegistry } from '../bus/rental-registry';
-import { authenticate, peerAddress } from './auth';
-import type { FanoutConfig } from './config';
-import { isStreamError, type StreamError } from './errors';
-import type { Fanout } from './fanout';
+import type { RentalRegistry } from '../../bus/rental-registry';
+import { authenticate, peerAddress } from '../auth';
+import type { FanoutConfig } from '../config';
+import { isStreamError, type StreamError } from '../errors';
+import type { Fanout } from './hub';
 import type { SubscribeUpdate } from './request';
 import type { Session, SessionPort } from './session';
-import type { Sink } from './subscriber-queue';
+import type { Sink } from '../subscriber-queue';
 
 // One Subscribe call as the stream handler sees it, whichever server carries it (the own HTTP/2 server,
 // h2-transport.ts, or grpc-js, grpc-js-transport.ts): the caller's identity, a sink for framed responses, an

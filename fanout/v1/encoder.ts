@@ -1,5 +1,5 @@
-import { encodeFilterNames, encodePingResponse, encodeSlotResponse, encodeTxResponse } from '../proto/wire';
-import type { ResponseEncoder } from './fanout';
+import { encodeFilterNames, encodePingResponse, encodeSlotResponse, encodeTxResponse } from '../../proto/wire';
+import type { ResponseEncoder } from './hub';
 
 // The production encoder: proto/wire.ts's hand-written framing around the transaction bytes ingest encoded.
 // A response is created_at ‖ filters ‖ (tag ‖ len ‖ transaction bytes): one allocation, one copy of the shared
