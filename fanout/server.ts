@@ -1,4 +1,4 @@
-import type { Bus, BusMessage, Consumer } from '../bus/bus';
+import type { Bus, Consumer } from '../bus/bus';
 import { endOffsetsIfPresent } from '../bus/topic-ends';
 import type { RentalRegistry } from '../bus/rental-registry';
 import type { UsageSink } from '../bus/usage-producer';
@@ -13,11 +13,15 @@ import { startH2Transport } from './transport/h2';
 import { recheckCallers, serveSubscribe, type OpenCalls, type SubscribeCall } from './v1/serve';
 import type { LoadedAddressResolver } from './filter/loaded-addresses';
 import { V2Hub } from './v2/hub';
+import { StreamFeed } from './stream-feed';
+import { streamResources } from './stream-resources';
 import { recheckV2Callers, serveV2, type OpenV2Calls, type V2Call } from './v2/serve';
 
 // The streaming endpoint: a plaintext HTTP/2 gRPC server (the own one in fanout/h2/, or grpc-js) with one
 // Subscribe handler under every service name of proto/service.ts, fed by an independent bus reader of the stream
 // topics (no consumer group: every fanout instance sees every record, so subscribers scale by adding instances).
+// The server owns what both stream versions share: the queue budget and stream caps (stream-resources.ts), the
+// lookup-table cache, and the reader whose records both hubs get decoded once (stream-feed.ts).
 
 export interface FanoutHandle {
   /** host:port actually bound (port 0 in the config picks a free one). */
@@ -71,7 +75,8 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     throw new Error('fanout.lookupTables.matchV1 needs a chain node to fetch tables from: set fanout.lookupTables.rpcUrl (or run the local chain)');
   }
   const tables = openLookupTables(cfg.lookupTables);
-  const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log, Date.now, tables);
+  const resources = streamResources(cfg);
+  const hub = new Fanout(cfg, framedEncoder(opts.encoder ?? wireEncoder), log, Date.now, tables, resources);
   // v2 resolves through the same per-process table cache as v1's matchV1 (none without fanout.lookupTables.rpcUrl).
   const resolver = opts.resolver ?? tables?.resolver;
   if (opts.usage !== undefined) hub.meterUsage(opts.usage, opts.usagePeriodMs ?? 60_000);
@@ -81,7 +86,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   const v2 = cfg.v2.enabled
     ? new V2Hub(cfg, {
         bus,
-        ...hub.shared,
+        ...resources,
         log,
         ...(resolver === undefined ? {} : { resolver }),
         // Matching against the cache's tables only when resolution goes through that same cache.
@@ -116,17 +121,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     const entriesTopic = entryEnds === null ? '' : cfg.topics.entries;
     v2?.initEntries(entryEnds);
     v2?.init(txEnds, slotStarts, slotEnds, statusEnds ?? undefined);
-    const onBatch = (messages: BusMessage[]): void => {
-      if (v2 === undefined) return hub.onBatch(messages);
-      const first = messages[0];
-      hub.onBatch(first !== undefined && first.topic === slotsTopic && v2.isSlotHistory(first) ? messages.filter((m) => !v2.isSlotHistory(m)) : messages);
-      for (const m of messages) {
-        if (m.topic === txTopic) v2.onTransaction(m);
-        else if (m.topic === slotsTopic) v2.onSlot(m);
-        else if (m.topic === statusTopic) v2.onSlotStatus(m);
-        else if (m.topic === entriesTopic) v2.onEntry(m);
-      }
-    };
+    const { onBatch } = new StreamFeed(cfg.topics, cfg.dedupeWindow, hub, v2, tables, { slotStatus: statusTopic, entries: entriesTopic });
     const offsets = new Map([[txTopic, txEnds], [slotsTopic, slotStarts]]);
     if (statusEnds !== null) offsets.set(statusTopic, statusEnds);
     if (entryEnds !== null) offsets.set(entriesTopic, entryEnds);

@@ -1,20 +1,20 @@
 import type { BusMessage } from '../../bus/bus';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
-import { decodeTxRecord } from '../../bus/topics/stream-transactions';
 import type { Rental } from '../../bus/topics/rentals';
 import type { UsageSink } from '../../bus/usage-producer';
 import { StreamUsage } from '../stream-usage';
 import type { Log } from '../../infra/base/log';
 import type { FanoutConfig } from '../config';
-import { RecentKeys } from './dedupe';
+import { RecentKeys } from '../dedupe';
 import { streamError, type StreamError } from '../errors';
 import { maskNames, type CompiledFilterSet } from '../filter/compile';
 import { FilterIndex } from '../filter/filter-index';
 import { fanoutMetrics } from '../metrics';
-import { QueueBudget } from '../queue-budget';
+import type { QueueBudget } from '../queue-budget';
 import type { EndReason } from '../errors';
 import { Session, type SessionOptions, type SessionPort } from './session';
-import { StreamLimits, type StreamOrigin } from '../stream-limits';
+import type { StreamLimits, StreamOrigin } from '../stream-limits';
+import { streamResources, type StreamResources } from '../stream-resources';
 import { KeyRate } from '../update-rate';
 import type { TxRecord } from '../../bus/topics/stream-transactions';
 import type { LookupTables } from '../lookup-tables/lookup-tables';
@@ -22,14 +22,14 @@ import { readLookups } from '../lookup-tables/read-lookups';
 import { TableHits } from '../lookup-tables/table-hits';
 import type { Match } from '../filter/filter-index';
 
-// The hub between the bus and the sessions: every stream.transactions record is de-duplicated by signature,
-// decoded as views, matched once through the filter index, encoded once per distinct `filters` list and queued
-// to each matching session. The transaction's protobuf bytes come from ingest and are never re-encoded: a
+// The v1 hub between the bus reader (../stream-feed.ts: de-duplicated by signature, decoded once) and the
+// sessions: every transaction is matched once through the filter index, encoded once per distinct `filters` list
+// and queued to each matching session. The transaction's protobuf bytes come from ingest and are never re-encoded: a
 // response is created_at + filters + those bytes (ResponseEncoder). Slots go to every session with
 // new_seen_slots on; heartbeats to every session.
 //
-// With a lookup-table cache (fanout.lookupTables.rpcUrl), every transaction's table-program instructions update
-// it; with fanout.lookupTables.matchV1 the filters also see what a transaction loads through its tables: one whose
+// With a lookup-table cache (fanout.lookupTables.rpcUrl; the feed keeps it up to date from the stream) and
+// fanout.lookupTables.matchV1, the filters also see what a transaction loads through its tables: one whose
 // tables are held is matched at once, one naming an unknown table waits for it at most waitMs (it is then
 // delivered after transactions that came later), and neither changes the response bytes.
 
@@ -93,7 +93,6 @@ export class Fanout {
   /** Which addresses of each held table the index's filters list (matchV1: matched against tables, not keys). */
   private readonly tableHits = new TableHits(this.index);
   private readonly sessions = new Set<Session>();
-  private readonly txSeen: RecentKeys;
   private readonly slotSeen = new RecentKeys(SLOT_DEDUPE_WINDOW);
   private readonly namesCache = new WeakMap<CompiledFilterSet, Map<number, NamesField>>();
   private readonly heartbeatBytes: Buffer;
@@ -104,7 +103,6 @@ export class Fanout {
   private readonly streamLimits: StreamLimits;
   private readonly dropSource: () => void;
   private readonly limits: SessionOptions['limits'];
-  private readonly topics: FanoutConfig['topics'];
   /** Set only when v1 filters match loaded addresses (fanout.lookupTables.matchV1 with a cache). */
   private readonly matchLoaded: LookupTables | undefined;
   private nextId = 1;
@@ -118,12 +116,12 @@ export class Fanout {
     private readonly enc: ResponseEncoder,
     private readonly log: Log,
     private readonly now: () => number = Date.now,
-    /** The process's lookup-table cache, when one is configured (fed from the stream here; closed by its owner). */
-    private readonly lookupTables?: LookupTables,
+    /** The process's lookup-table cache, when one is configured (fed by the stream feed; closed by its owner). */
+    lookupTables?: LookupTables,
+    /** The process's queue budget and stream caps, shared with v2 (the server's); a hub of its own by default. */
+    resources: StreamResources = streamResources(cfg),
   ) {
     this.matchLoaded = cfg.lookupTables.matchV1 ? lookupTables : undefined;
-    this.txSeen = new RecentKeys(cfg.dedupeWindow);
-    this.topics = cfg.topics;
     this.limits = {
       maxFilters: cfg.maxFilters,
       maxKeysPerList: cfg.maxKeysPerList,
@@ -136,9 +134,9 @@ export class Fanout {
       maxFilterKeysPerSec: cfg.maxFilterKeysPerSec,
       maxKeysTotal: cfg.maxKeysTotal,
     };
-    this.budget = new QueueBudget(cfg.queueBudgetBytes);
+    this.budget = resources.budget;
     this.compileBudget = new KeyRate(cfg.maxFilterKeysPerSecTotal);
-    this.streamLimits = new StreamLimits(cfg);
+    this.streamLimits = resources.streamLimits;
     this.heartbeatBytes = enc.ping(0);
     // One timer for all sessions; every session gets it, whatever its filters (that is how dead peers show).
     this.heartbeat = setInterval(() => {
@@ -198,11 +196,6 @@ export class Fanout {
     return s;
   }
 
-  /** What v2 streams (fanout/v2/) share with v1 ones: the process queue budget and the stream caps. */
-  get shared(): { budget: QueueBudget; streamLimits: StreamLimits } {
-    return { budget: this.budget, streamLimits: this.streamLimits };
-  }
-
   /** Bills each rental's streams on `sink`: one usage event per rental per period, and one when a stream ends. */
   meterUsage(sink: UsageSink, periodMs: number): void {
     this.usage = new StreamUsage(sink, () => this.sessions, periodMs);
@@ -212,14 +205,6 @@ export class Fanout {
   refused(e: StreamError): void {
     this.countEnd(e.kind);
   }
-
-  /** The bus handler for stream.transactions and stream.slots (one partition's batch, in order). */
-  readonly onBatch = (messages: BusMessage[]): void => {
-    for (const m of messages) {
-      if (m.topic === this.topics.transactions) this.onTransaction(m);
-      else if (m.topic === this.topics.slots) this.onSlot(m);
-    }
-  };
 
   /** Ends every session with `shuttingDown` and stops the heartbeat. */
   close(): void {
@@ -243,15 +228,10 @@ export class Fanout {
     };
   }
 
-  private onTransaction(m: BusMessage): void {
-    if (m.key === null || m.value === null) return this.bad('transaction record without key or value');
-    if (!this.txSeen.firstSeen(m.key)) return this.dropDuplicate();
-    const d = decodeTxRecord(m.value);
-    if (!d.ok) return this.bad(d.reason);
+  /** A first-seen transaction (the feed de-duplicated and decoded it). */
+  transaction(r: TxRecord): void {
     this.counts.transactions++;
     fanoutMetrics.transactions.inc();
-    const r = d.record;
-    this.lookupTables?.observer.observe(r.accountKeys, r.message, r.slot);
     if (this.matchLoaded !== undefined) {
       const matches = this.matchLoaded.keys.matchRecord(this.index, this.tableHits, r.accountKeys, r.message, r.slot);
       if (matches === null) return this.matchWhenResolved(this.matchLoaded, r);
@@ -306,9 +286,10 @@ export class Fanout {
     }
   }
 
-  private onSlot(m: BusMessage): void {
+  /** A live stream.slots record. */
+  slot(m: BusMessage): void {
     if (m.key === null || m.value === null) return this.bad('slot record without key or value');
-    if (!this.slotSeen.firstSeen(m.key)) return this.dropDuplicate();
+    if (!this.slotSeen.firstSeen(m.key)) return this.duplicate();
     const r = decodeSlotRecord(m.value);
     if (r === null) return this.bad('slot record does not decode');
     this.counts.slots++;
@@ -370,12 +351,14 @@ export class Fanout {
     return { sum, max, bytes: b.bytes, peakBytes: b.peak, budgetBytes: b.maxBytes, budgetEvictions: b.evictions, lagMaxMs: b.maxLagMs(this.now()) };
   }
 
-  private dropDuplicate(): void {
+  /** A transaction the feed dropped as seen before. */
+  duplicate(): void {
     this.counts.dedupeDrops++;
     fanoutMetrics.dedupeDrops.inc();
   }
 
-  private bad(reason: string): void {
+  /** A record that does not decode. */
+  bad(reason: string): void {
     this.counts.badRecords++;
     fanoutMetrics.badRecords.inc();
     // Rate of bad records is visible in the counter; one log line per record would flood on a format change.

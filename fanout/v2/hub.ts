@@ -289,11 +289,12 @@ export class V2Hub {
 
   // ---- live records ---------------------------------------------------------------------------------------------
 
-  onTransaction(m: BusMessage): void {
-    if (this.loadedStreams === 0 && this.heldHead === this.held.length) return this.processTx(m, null, null, null);
-    const e: Held = { m, tx: true, record: null, lookups: null, loaded: null, ready: true };
+  /** A stream.transactions record, with its decoded form when the caller has it (the stream feed decodes once). */
+  onTransaction(m: BusMessage, decoded?: TxRecord): void {
+    if (this.loadedStreams === 0 && this.heldHead === this.held.length) return this.processTx(m, decoded ?? null, null, null);
+    const e: Held = { m, tx: true, record: decoded ?? null, lookups: null, loaded: null, ready: true };
     if (this.loadedStreams > 0 && m.value !== null) {
-      const d = decodeTxRecord(m.value);
+      const d = decoded !== undefined ? { ok: true as const, record: decoded } : decodeTxRecord(m.value);
       if (d.ok) {
         e.record = d.record;
         const lookups = readLookups(d.record.message);

@@ -1,6 +1,8 @@
 import { EmbeddedBus } from '../../bus/embedded';
 import type { BusMessage } from '../../bus/bus';
 import { framedEncoder, wireEncoder } from '../../fanout/v1/encoder';
+import { StreamFeed } from '../../fanout/stream-feed';
+import { streamResources } from '../../fanout/stream-resources';
 import { Fanout } from '../../fanout/v1/hub';
 import { V2Hub } from '../../fanout/v2/hub';
 import { encodeCursor, TopicTag } from '../../fanout/v2/cursor';
@@ -36,15 +38,18 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
     { name: topics.transactions, partitions: 1, compacted: false },
     { name: topics.slots, partitions: 1, compacted: false },
   ]);
-  const v1 = new Fanout(cfg, framedEncoder(wireEncoder), quietLog());
-  const v2 = new V2Hub(cfg, { bus, ...v1.shared, log: quietLog() });
+  const resources = streamResources(cfg);
+  const v1 = new Fanout(cfg, framedEncoder(wireEncoder), quietLog(), Date.now, undefined, resources);
+  // v1 as the server feeds it: de-duplicated and decoded by the stream feed.
+  const v1Feed = new StreamFeed(cfg.topics, cfg.dedupeWindow, v1, undefined, undefined).onBatch;
+  const v2 = new V2Hub(cfg, { bus, ...resources, log: quietLog() });
   v2.init(new Map([[0, '0']]), new Map([[0, '0']]), new Map([[0, '0']]));
   // The same streams with gzip negotiated, on a hub of their own: each record compressed once for all of them.
-  const gz = new V2Hub(cfg, { bus, ...v1.shared, log: quietLog() });
+  const gz = new V2Hub(cfg, { bus, ...resources, log: quietLog() });
   gz.init(new Map([[0, '0']]), new Map([[0, '0']]), new Map([[0, '0']]));
   // RAW: the same transactions as stream.entries records, 4 per entry. The wire bodies are synthetic (the hub never
   // decodes them: it slices the static keys at the offset the record names and copies the bytes), 300 bytes each.
-  const v2r = new V2Hub(cfg, { bus, ...v1.shared, log: quietLog() });
+  const v2r = new V2Hub(cfg, { bus, ...resources, log: quietLog() });
   v2r.initEntries(new Map([[0, '0']]));
   v2r.init(new Map([[0, '0']]), new Map([[0, '0']]), new Map([[0, '0']]));
   const PER_ENTRY = 4;
@@ -82,7 +87,7 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   }
   // Warm-up on the first fifth, measure on the rest, v1 and v2 interleaved per chunk.
   const warm = RECORDS / 5;
-  v1.onBatch(msgs.slice(0, warm));
+  v1Feed(msgs.slice(0, warm));
   for (const m of msgs.slice(0, warm)) v2.onTransaction(m);
   for (const m of msgs.slice(0, warm)) gz.onTransaction(m);
   for (const m of entryMsgs.slice(0, warm / PER_ENTRY)) v2r.onEntry(m);
@@ -92,7 +97,7 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   let us4 = 0;
   for (let i = warm; i < RECORDS; i += 500) {
     const chunk = msgs.slice(i, i + 500);
-    us1 += cpuUs(() => v1.onBatch(chunk));
+    us1 += cpuUs(() => v1Feed(chunk));
     us2 += cpuUs(() => {
       for (const m of chunk) v2.onTransaction(m);
     });
@@ -131,8 +136,8 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   v1.close();
   v2.close();
   v2r.close();
-  const v1b = new Fanout(cfg, framedEncoder(wireEncoder), quietLog());
-  const hub = new V2Hub(cfg, { bus, ...v1b.shared, log: quietLog() });
+  const v1b = new Fanout(cfg, framedEncoder(wireEncoder), quietLog(), Date.now, undefined, resources);
+  const hub = new V2Hub(cfg, { bus, ...resources, log: quietLog() });
   hub.init(new Map([[0, String(RECORDS)]]), new Map([[0, '0']]), new Map([[0, '0']]));
   let written = 0;
   let done: () => void = () => undefined;

@@ -23,7 +23,7 @@ import type { TxFields } from '../../proto/tx-fields';
 import { closeConnection, connect, payerOf, startNode } from '../localchain/support';
 import { waitFor } from '../support/wait';
 import { FakePort } from './fake-port';
-import { quietLog, testConfig } from './support';
+import { feedOf, quietLog, testConfig } from './support';
 
 // Lookup-table resolution against the local chain (litesvm runs the real ALT program): tables are created,
 // extended and deactivated by transactions on the node; the cache fetches them from the node's JSON-RPC and
@@ -172,6 +172,7 @@ describe('lookup-table resolution on the local chain', function () {
   it('v1 with matchV1: a filter on an account reached only through a table gets the transaction, bytes unchanged; follows the stream\'s create+extend before the node confirms it', async () => {
     const lt = tables({ confirmMs: 60_000 }); // no confirmation round in this test: the stream alone feeds the view
     const hub = new Fanout(testConfig({ topics, heartbeatMs: 60_000, lookupTables: { rpcUrl: node.httpUrl, matchV1: true } }), wireEncoder, quietLog(), Date.now, lt);
+
     hubs.push(hub);
     const port = new FakePort();
     const s = hub.open(port);
@@ -181,7 +182,7 @@ describe('lookup-table resolution on the local chain', function () {
 
     const { lut, landed: made } = await makeTable([fresh(), dest]);
     // The stream carries the create+extend transaction: the cache takes the table from it, without a fetch.
-    hub.onBatch([recordOf(made.raw, BigInt(made.slot))]);
+    feedOf(hub, lt)([recordOf(made.raw, BigInt(made.slot))]);
     const id = tableId(lut.key.toBuffer(), 0);
     const e = lt.cache.peek(id);
     assert.ok(e !== undefined && e.state === 'held' && e.pendingSlot === BigInt(made.slot));
@@ -189,24 +190,25 @@ describe('lookup-table resolution on the local chain', function () {
 
     // Used in the slot of its extension: the chain's rule leaves the new addresses unusable; marked and counted.
     const indexBefore = unresolvedCount('index');
-    hub.onBatch([syntheticRecord(BigInt(made.slot), payer.publicKey.toBuffer(), [{ accountKey: lut.key.toBuffer(), writableIndexes: Buffer.from([1]), readonlyIndexes: Buffer.alloc(0) }])]);
+    feedOf(hub, lt)([syntheticRecord(BigInt(made.slot), payer.publicKey.toBuffer(), [{ accountKey: lut.key.toBuffer(), writableIndexes: Buffer.from([1]), readonlyIndexes: Buffer.alloc(0) }])]);
     assert.equal(port.written.length, 0, 'not delivered: index 1 is not usable in the extension\'s own slot');
     assert.equal(unresolvedCount('index'), indexBefore + 1);
 
     // The real transfer, a later slot: delivered synchronously from the stream's view (no fetch).
     const landed = await send([transferIx(dest)], [lut]);
     assert.deepEqual(landed.loaded.writable, [dest.toBase58()]);
-    hub.onBatch([recordOf(landed.raw, BigInt(landed.slot))]);
+    feedOf(hub, lt)([recordOf(landed.raw, BigInt(landed.slot))]);
     assert.equal(port.written.length, 1, 'delivered at once');
 
     // The default (matchV1 off) keeps the contract's v1 semantics: static keys only, so the same filter sees nothing.
     const plainHub = new Fanout(testConfig({ topics, heartbeatMs: 60_000, lookupTables: { rpcUrl: node.httpUrl } }), wireEncoder, quietLog(), Date.now, lt);
+
     hubs.push(plainHub);
     const plainPort = new FakePort();
     const ps = plainHub.open(plainPort);
     assert.ok(!isStreamError(ps));
     ps.handle({ filters: [['dest', { include: [dest.toBase58()], exclude: [], required: [] }]], pingId: undefined, newSeenSlots: undefined });
-    plainHub.onBatch([recordOf(landed.raw, BigInt(landed.slot))]);
+    feedOf(plainHub, lt)([recordOf(landed.raw, BigInt(landed.slot))]);
     assert.equal(plainPort.written.length, 0, 'matchV1 off: not matched');
     const sent = port.written[0]!;
     // The v1 response is the ingest message as it is: no loaded address inside, the lookup as table + indexes.
@@ -219,9 +221,10 @@ describe('lookup-table resolution on the local chain', function () {
   it('the pending view from the stream becomes the node\'s view once the node confirms a slot at or after the change', async () => {
     const lt = tables({ confirmMs: 50 });
     const hub = new Fanout(testConfig({ topics, heartbeatMs: 60_000, lookupTables: { rpcUrl: node.httpUrl, matchV1: true } }), wireEncoder, quietLog(), Date.now, lt);
+
     hubs.push(hub);
     const { lut, landed } = await makeTable([fresh(), fresh(), fresh()]);
-    hub.onBatch([recordOf(landed.raw, BigInt(landed.slot))]);
+    feedOf(hub, lt)([recordOf(landed.raw, BigInt(landed.slot))]);
     const e = lt.cache.peek(tableId(lut.key.toBuffer(), 0))!;
     const pendingView = e.view!;
     await waitFor(() => e.pendingSlot < 0n, 20_000, 'confirmation by the node');
@@ -298,17 +301,18 @@ describe('lookup-table resolution on the local chain', function () {
 
       const lt = tables({ rpcUrl: url, waitMs: 50, fetchTimeoutMs: 10_000 });
       const hub = new Fanout(testConfig({ topics, heartbeatMs: 60_000, lookupTables: { rpcUrl: url, matchV1: true, waitMs: 50 } }), wireEncoder, quietLog(), Date.now, lt);
+
       hubs.push(hub);
       const port = new FakePort();
       const s = hub.open(port);
       assert.ok(!isStreamError(s));
       s.handle({ filters: [['payer', { include: [payer.publicKey.toBase58()], exclude: [], required: [] }]], pingId: undefined, newSeenSlots: undefined });
       const t0 = performance.now();
-      hub.onBatch([recordOf(use.raw, BigInt(use.slot))]);
+      feedOf(hub, lt)([recordOf(use.raw, BigInt(use.slot))]);
       assert.equal(port.written.length, 0, 'waits for its table');
       // A transaction without tables behind it is not held up.
       const plain = await send([SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: fresh(), lamports: 1_000_000 })]);
-      hub.onBatch([recordOf(plain.raw, BigInt(plain.slot))]);
+      feedOf(hub, lt)([recordOf(plain.raw, BigInt(plain.slot))]);
       assert.equal(port.written.length >= 1, true, 'the table-less transaction went out at once');
       await waitFor(() => port.written.length === 2, 5_000, 'the waiting transaction, matched on its static keys');
       const waited = performance.now() - t0;

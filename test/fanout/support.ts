@@ -1,13 +1,17 @@
 import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import bs58 from 'bs58';
-import type { Bus, ProduceRecord } from '../../bus/bus';
+import type { Bus, BusMessage, ProduceRecord } from '../../bus/bus';
+import { TOPIC } from '../../bus/topics';
 import { EmbeddedBus } from '../../bus/embedded';
 import { emptyRegistry, type RentalRegistry } from '../../bus/rental-registry';
 import { encodeSlotRecord, slotKey } from '../../bus/topics/stream-slots';
 import { encodeTxRecord } from '../../bus/topics/stream-transactions';
 import { parseFanoutConfig, type FanoutConfig } from '../../fanout/config';
 import { startFanout, type FanoutHandle, type FanoutOptions } from '../../fanout/server';
+import { StreamFeed } from '../../fanout/stream-feed';
+import type { LookupTables } from '../../fanout/lookup-tables/lookup-tables';
+import type { Fanout } from '../../fanout/v1/hub';
 import { createLogger, type Log } from '../../infra/base/log';
 import { decodeTransaction } from '../../proto/txn/decode';
 import { encodeTransaction } from '../../proto/wire';
@@ -149,4 +153,19 @@ export async function startTestFanout(
       if (busIn === undefined) await bus.close();
     },
   };
+}
+
+const feeds = new WeakMap<Fanout, StreamFeed>();
+
+/**
+ * The bus handler a v1 hub gets in the server (fanout/stream-feed.ts: de-duplicated, decoded once, the table cache
+ * fed), without v2: one per hub, so its de-duplication window lasts across calls.
+ */
+export function feedOf(hub: Fanout, tables?: LookupTables): (messages: BusMessage[]) => void {
+  let f = feeds.get(hub);
+  if (f === undefined) {
+    f = new StreamFeed({ transactions: TOPIC.streamTransactions, slots: TOPIC.streamSlots }, 100_000, hub, undefined, tables);
+    feeds.set(hub, f);
+  }
+  return f.onBatch;
 }

@@ -6,7 +6,7 @@ import { isStreamError } from '../../../fanout/errors';
 import { Fanout, type ResponseEncoder } from '../../../fanout/v1/hub';
 import type { Session } from '../../../fanout/v1/session';
 import { FakePort } from '../fake-port';
-import { makeTx, quietLog, slotRecord, testConfig, testKey, testKey58, txRecord, type TestTx } from '../support';
+import { feedOf, makeTx, quietLog, slotRecord, testConfig, testKey, testKey58, txRecord, type TestTx } from '../support';
 
 // The hub without a network: encode-once sharing, dedupe, slots, heartbeats, bad records.
 
@@ -56,7 +56,7 @@ describe('fanout hub', () => {
     a!.handle(upd([['main', { include: [testKey58(1)] }]]));
     b!.handle(upd([['main', {}]]));
     c!.handle(upd([['other', { include: [testKey58(1)] }]]));
-    hub.onBatch([txMsg(makeTx({ keys: [testKey(1)] }))]);
+    feedOf(hub)([txMsg(makeTx({ keys: [testKey(1)] }))]);
     assert.equal(enc.transactions, 2, 'main and other');
     assert.deepEqual(ports.map((p) => p.written.length), [1, 1, 1]);
     assert.equal(ports[0]!.written[0], ports[1]!.written[0], 'the very same Buffer');
@@ -70,8 +70,8 @@ describe('fanout hub', () => {
     open(on).handle(upd([['all', {}]], { newSeenSlots: true }));
     open(off).handle(upd([['all', {}]]));
     const t = makeTx();
-    hub.onBatch([txMsg(t), txMsg(t), msg(topics.slots, slotRecord(7n)), msg(topics.slots, slotRecord(7n))]);
-    hub.onBatch([msg(topics.transactions, { key: Buffer.alloc(64, 1), value: Buffer.from([9, 9]) }), msg(topics.slots, { key: null, value: null })]);
+    feedOf(hub)([txMsg(t), txMsg(t), msg(topics.slots, slotRecord(7n)), msg(topics.slots, slotRecord(7n))]);
+    feedOf(hub)([msg(topics.transactions, { key: Buffer.alloc(64, 1), value: Buffer.from([9, 9]) }), msg(topics.slots, { key: null, value: null })]);
     assert.equal(on.written.length, 2, 'one transaction, one slot');
     assert.equal(off.written.length, 1);
     const s = hub.stats();

@@ -10,7 +10,7 @@ import { Session } from '../../../fanout/v1/session';
 import { FakePort } from '../fake-port';
 import { SubscriberQueue } from '../../../fanout/subscriber-queue';
 import { UpdateRate } from '../../../fanout/update-rate';
-import { RecentKeys } from '../../../fanout/v1/dedupe';
+import { RecentKeys } from '../../../fanout/dedupe';
 
 // Session rules of Endpoint A, the bounded queue, the update-rate window and dedupe, without a network.
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { RecentKeys } from '../../../fanout/v1/dedupe';
+import { RecentKeys } from '../../fanout/dedupe';
 
 // RecentKeys against the plainest model of "seen among the last `window` keys": an array of the last
 // `window` first sightings, searched linearly.

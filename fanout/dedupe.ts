@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { removeId } from '../filter/id-table';
+import { removeId } from './filter/id-table';
 
 // Drops a record whose key was seen among the last `window` keys. Several ingest workers may watch redundant
 // feeds and publish the same transaction; the signature (the record key) identifies it. Memory is bounded by
