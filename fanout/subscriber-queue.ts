@@ -9,7 +9,12 @@ import type { BudgetedQueue, QueueBudget } from './queue-budget';
 // What sits below this queue is bounded by the transport, not by us: grpc-js's object-mode writable buffer
 // (16 messages) plus the HTTP/2 stream's send window and buffer.
 
-/** The part of a grpc-js ServerDuplexStream this queue needs. */
+/**
+ * The part of a grpc-js ServerDuplexStream this queue needs. A message may arrive as two chunks written back to
+ * back (a per-stream head, then a body shared by every stream it goes to: v2 updates), so that the shared bytes
+ * are copied once, into the transport's output, rather than once more per stream; the second write's answer is
+ * the one that counts.
+ */
 export interface Sink {
   write(chunk: Buffer): boolean;
   once(event: 'drain', listener: () => void): unknown;
@@ -26,7 +31,10 @@ export type OverflowLimit = 'bytes' | 'messages' | 'lag' | 'budget';
 export type Overflow = { limit: OverflowLimit; max: number };
 
 export interface QueueHooks {
-  /** Called when a message is handed to the sink, just before; `tag` is what push() was given (e.g. observed-at). */
+  /**
+   * Called when a message is handed to the sink, just before; `tag` is what push() was given (e.g. observed-at),
+   * `buf` its first chunk, `bytes` the whole message.
+   */
   onWrite?: (bytes: number, tag: number, buf: Buffer) => void;
   /** A bound was crossed: everything waiting was dropped and the queue is closed (the owner ends the subscriber). */
   onOverflow: (o: Overflow) => void;
@@ -43,6 +51,8 @@ const COMPACT_AT = 1024;
 
 export class SubscriberQueue implements BudgetedQueue {
   private items: Buffer[] = [];
+  /** The shared second chunk of each waiting message (EMPTY for a message in one piece). */
+  private tails: Buffer[] = [];
   private tags: number[] = [];
   /** When each waiting message was queued (ms), for the lag bound and eviction order. */
   private times: number[] = [];
@@ -79,27 +89,33 @@ export class SubscriberQueue implements BudgetedQueue {
     return this.head < this.times.length ? this.times[this.head]! : Number.POSITIVE_INFINITY;
   }
 
-  /** false when the queue is closed or this push overflowed it (the queue is then closed and empty). */
-  push(buf: Buffer, tag = Number.NaN): boolean {
+  /**
+   * false when the queue is closed or this push overflowed it (the queue is then closed and empty). `tail`: a
+   * second chunk of the same message, shared with other queues (counted here in full all the same: the bounds
+   * stay what one copy per stream would take).
+   */
+  push(buf: Buffer, tag = Number.NaN, tail: Buffer = EMPTY): boolean {
     if (this.closed) return false;
     if (!this.blocked && this.depth === 0) {
-      this.writeOne(buf, tag);
+      this.writeOne(buf, tag, tail);
       return true;
     }
+    const size = buf.length + tail.length;
     if (this.depth + 1 > this.limits.maxMessages) return this.overflow({ limit: 'messages', max: this.limits.maxMessages });
-    if (this.queuedBytes + buf.length > this.limits.maxBytes) return this.overflow({ limit: 'bytes', max: this.limits.maxBytes });
+    if (this.queuedBytes + size > this.limits.maxBytes) return this.overflow({ limit: 'bytes', max: this.limits.maxBytes });
     const now = this.now();
     if (now - this.oldestQueuedAt > this.maxLagMs) return this.overflow({ limit: 'lag', max: this.maxLagMs });
     if (this.budget !== undefined) {
-      this.budget.makeRoom(buf.length);
+      this.budget.makeRoom(size);
       if (this.closed) return false; // this queue was the most lagged one
-      this.budget.charge(buf.length);
+      this.budget.charge(size);
       if (this.depth === 0) this.budget.backlogged.add(this);
     }
     this.items.push(buf);
+    this.tails.push(tail);
     this.tags.push(tag);
     this.times.push(now);
-    this.queuedBytes += buf.length;
+    this.queuedBytes += size;
     return true;
   }
 
@@ -124,6 +140,7 @@ export class SubscriberQueue implements BudgetedQueue {
     this.budget?.backlogged.delete(this);
     // Fresh arrays: the old ones (and the Buffers they reference) become garbage at once.
     this.items = [];
+    this.tails = [];
     this.tags = [];
     this.times = [];
     this.head = 0;
@@ -142,9 +159,11 @@ export class SubscriberQueue implements BudgetedQueue {
     return false;
   }
 
-  private writeOne(buf: Buffer, tag: number): void {
-    this.hooks.onWrite?.(buf.length, tag, buf);
-    if (!this.sink.write(buf)) {
+  private writeOne(buf: Buffer, tag: number, tail: Buffer): void {
+    this.hooks.onWrite?.(buf.length + tail.length, tag, buf);
+    let ok = this.sink.write(buf);
+    if (tail.length > 0) ok = this.sink.write(tail);
+    if (!ok) {
       this.blocked = true;
       this.sink.once('drain', this.onDrain);
     }
@@ -154,18 +173,22 @@ export class SubscriberQueue implements BudgetedQueue {
     this.blocked = false;
     while (!this.closed && !this.blocked && this.head < this.items.length) {
       const buf = this.items[this.head]!;
+      const tail = this.tails[this.head]!;
       const tag = this.tags[this.head]!;
       this.items[this.head] = EMPTY; // the sink holds it now; do not keep it alive here too
+      this.tails[this.head] = EMPTY;
       this.head++;
-      this.queuedBytes -= buf.length;
-      this.budget?.release(buf.length);
-      this.writeOne(buf, tag);
+      const size = buf.length + tail.length;
+      this.queuedBytes -= size;
+      this.budget?.release(size);
+      this.writeOne(buf, tag, tail);
     }
     if (this.closed) return; // close() released the rest
     if (this.head === this.items.length) {
       this.reset();
     } else if (this.head >= COMPACT_AT) {
       this.items = this.items.slice(this.head);
+      this.tails = this.tails.slice(this.head);
       this.tags = this.tags.slice(this.head);
       this.times = this.times.slice(this.head);
       this.head = 0;

@@ -133,16 +133,29 @@ function timestamp(ms: number): Fields {
 
 /** One framed update: head (seq 0 until stamped) ‖ perStream ‖ shared. One allocation, one copy of each part. */
 export function frameUpdate(perStream: Uint8Array, shared: Uint8Array): Buffer {
-  const len = HEAD_SZ - GRPC_PREFIX_SZ + perStream.length + shared.length;
-  const buf = Buffer.allocUnsafe(GRPC_PREFIX_SZ + len);
+  const buf = Buffer.allocUnsafe(HEAD_SZ + perStream.length + shared.length);
+  writeHead(buf, perStream, shared.length);
+  buf.set(shared, HEAD_SZ + perStream.length);
+  return buf;
+}
+
+/**
+ * The first chunk of an update whose shared part is written after it as a chunk of its own (the same bytes as
+ * frameUpdate's, without copying `shared` into every stream's message): head (seq 0 until stamped) ‖ perStream.
+ */
+export function frameHead(perStream: Uint8Array, sharedLen: number): Buffer {
+  const buf = Buffer.allocUnsafe(HEAD_SZ + perStream.length);
+  writeHead(buf, perStream, sharedLen);
+  return buf;
+}
+
+function writeHead(buf: Buffer, perStream: Uint8Array, sharedLen: number): void {
   buf[0] = 0;
-  buf.writeUInt32BE(len, 1);
+  buf.writeUInt32BE(HEAD_SZ - GRPC_PREFIX_SZ + perStream.length + sharedLen, 1);
   buf[5] = SEQ_TAG;
   // Zeroed by hand: Buffer.fill's argument checks cost more than 8 stores (it showed in the hub's profile).
   for (let i = SEQ_OFF; i < HEAD_SZ; i++) buf[i] = 0;
   buf.set(perStream, HEAD_SZ);
-  buf.set(shared, HEAD_SZ + perStream.length);
-  return buf;
 }
 
 /** Writes seq into a framed update (the transport is about to take it), compressed (flag 1) or not. seq < 2^53. */

@@ -1,6 +1,6 @@
 import type { Consumer } from '../../bus/bus';
 import type { Rental } from '../../bus/topics/rentals';
-import { frameUpdate, encodeFilterAck, encodeFilterIds, encodeGap, encodeHeartbeat, encodePong, encodeReplayComplete, FilterAckStatus, GapReason, stampSeq } from '../../proto/wire-v2';
+import { frameHead, encodeFilterAck, encodeFilterIds, encodeGap, encodeHeartbeat, encodePong, encodeReplayComplete, FilterAckStatus, GapReason, stampSeq } from '../../proto/wire-v2';
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
 import { compileFilters, specKeyCount, type CompiledFilterSet, type FilterSpec } from '../filter/compile';
 import { FilterIndex } from '../filter/filter-index';
@@ -463,7 +463,8 @@ export class V2Session {
       if (set === this.filters) this.idsCache.set(mask, ids);
     }
     if (fromReplay) this.replayed++;
-    this.push(this.encoding === 'identity' ? frameUpdate(ids, shared) : this.ctx.compression.frame(this.encoding, ids, shared), cursor, 1);
+    if (this.encoding === 'identity') this.push(frameHead(ids, shared.length), cursor, 1, shared);
+    else this.push(this.ctx.compression.frame(this.encoding, ids, shared), cursor, 1);
   }
 
   /** Whether this stream takes `status` of `slot` now (once per slot, in order); if so it counts as sent. */
@@ -474,13 +475,14 @@ export class V2Session {
   /** A slot update the caller admitted (admitSlotStatus). */
   deliverSlot(shared: Buffer, cursor: Buffer, fromReplay: boolean): void {
     if (fromReplay) this.replayed++;
-    this.push(this.encoding === 'identity' ? frameUpdate(EMPTY, shared) : this.ctx.compression.frame(this.encoding, EMPTY, shared), cursor, 0);
+    if (this.encoding === 'identity') this.push(frameHead(EMPTY, shared.length), cursor, 0, shared);
+    else this.push(this.ctx.compression.frame(this.encoding, EMPTY, shared), cursor, 0);
   }
 
   /** An Entry update: `shared` is encoded once per entry record for every stream. */
   deliverEntry(shared: Buffer, cursor: Buffer, fromReplay: boolean): void {
     if (fromReplay) this.replayed++;
-    this.push(frameUpdate(EMPTY, shared), cursor, 0);
+    this.push(frameHead(EMPTY, shared.length), cursor, 0, shared);
   }
 
   /** Bus records [fromCursor, cursor) were lost before anyone read them (retention). */
@@ -518,10 +520,11 @@ export class V2Session {
     return encodeCursor(merged);
   }
 
-  private push(buf: Buffer, cursor: Buffer | null, tag: number): void {
+  /** `shared`: the update's body shared with other streams, written after `buf` (frameHead) without a copy here. */
+  private push(buf: Buffer, cursor: Buffer | null, tag: number, shared?: Buffer): void {
     if (this.state === 'ended') return;
     this.pending.push(cursor);
-    if (!this.queue.push(buf, tag) && this.pending.length > this.pendingHead) {
+    if (!this.queue.push(buf, tag, shared) && this.pending.length > this.pendingHead) {
       // refused (closed): the cursor will never be written
       if (this.queue.isClosed) this.pending.length = this.pendingHead;
     }

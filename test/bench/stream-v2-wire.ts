@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { FanoutStats } from '../../fanout/v1/hub';
 import { FilterAdd, Start, SubscribeRequest, TransactionFilter } from '../../proto/gen/stream_v2_pb';
 import { zstdAvailable } from '../../proto/grpc-compression';
@@ -22,12 +23,17 @@ import { fmt, sleep, type BenchResult } from './stats';
 // STREAM_V2_WIRE_RATE=4000 (tx/s), STREAM_V2_WIRE_PHASE_S=4, STREAM_V2_WIRE_CONNECTIONS=20,
 // STREAM_V2_WIRE_CASES=v1,v2,gzip,zstd,v1,v2 (the order run); STREAM_V2_WIRE_PROFILE=<dir>: the fanout children run
 // under --cpu-prof and write their profiles there.
+// STREAM_V2_WIRE_BASELINE=<root of another checkout, built>: cases written `v1@base`, `v2@base` run that build's
+// fanout child (and its workload), so old and new builds interleave in one run; with it set and no CASES given,
+// the order is v1, v2, v1@base, v2@base, three rounds, and the summary gives v2 ÷ v1 per build and per round.
 const PROFILE_DIR = process.env.STREAM_V2_WIRE_PROFILE;
+const BASELINE = process.env.STREAM_V2_WIRE_BASELINE;
 
 const RATE = Number(process.env.STREAM_V2_WIRE_RATE ?? 4000);
 const PHASE_S = Number(process.env.STREAM_V2_WIRE_PHASE_S ?? 4);
 const CONNECTIONS = Number(process.env.STREAM_V2_WIRE_CONNECTIONS ?? 20);
-const CASES = (process.env.STREAM_V2_WIRE_CASES ?? 'v1,v2,gzip,zstd,v1,v2').split(',').map((s) => s.trim()) as Kind[];
+const DEFAULT_CASES = BASELINE === undefined ? 'v1,v2,gzip,zstd,v1,v2' : 'v1,v2,v1@base,v2@base,v1,v2,v1@base,v2@base,v1,v2,v1@base,v2@base';
+const CASES = (process.env.STREAM_V2_WIRE_CASES ?? DEFAULT_CASES).split(',').map((s) => s.trim());
 const TAIL_MS = 3000;
 const READY_MS = 60_000;
 
@@ -73,6 +79,8 @@ function v2Requests(): Buffer[] {
 
 interface Measured {
   kind: Kind;
+  /** 'this' or 'base' (STREAM_V2_WIRE_BASELINE). */
+  build: string;
   published: number;
   delivered: number;
   usPerMsg: number;
@@ -89,11 +97,12 @@ interface Measured {
 
 const deliveredOf = (kind: Kind, u: { stats: unknown; v2?: unknown }): number => (kind === 'v1' ? (u.stats as FanoutStats).deliveredTransactions : (u.v2 as V2Counts).deliveredTransactions);
 
-async function runCase(kind: Kind, seq0: number): Promise<Measured> {
+async function runCase(kind: Kind, seq0: number, build: string): Promise<Measured> {
+  const root = build === 'base' ? BASELINE : undefined;
   const child = await FanoutChild.start(
     {
       bus: 'embedded',
-      feedModule: require.resolve('./fanout-workload'),
+      feedModule: root === undefined ? require.resolve('./fanout-workload') : path.join(root, 'dist', 'test', 'bench', 'fanout-workload.js'),
       workers: 1,
       fanout: {
         topics: uniqueTopics('bench-v2-wire'),
@@ -108,6 +117,7 @@ async function runCase(kind: Kind, seq0: number): Promise<Measured> {
       },
     },
     PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`],
+    root,
   );
   let load: GoLoadClient | undefined;
   try {
@@ -148,6 +158,7 @@ async function runCase(kind: Kind, seq0: number): Promise<Measured> {
     const serverBytes = v2b?.bytes ?? Number.NaN;
     return {
       kind,
+      build,
       published: fed.published,
       delivered,
       usPerMsg: ((u1.cpuMs - u0.cpuMs) * 1000) / delivered,
@@ -174,17 +185,22 @@ export async function benchStreamV2Wire(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   const runs: Measured[] = [];
   let seq = 0;
-  for (const kind of CASES) {
+  for (const c of CASES) {
+    const [kindText, at] = c.split('@') as [string, string | undefined];
+    const kind = kindText as Kind;
+    const build = at ?? 'this';
+    if (!(kind in LABEL) || (build !== 'this' && build !== 'base')) throw new Error(`STREAM_V2_WIRE_CASES: unknown case ${c}`);
+    if (build === 'base' && BASELINE === undefined) throw new Error(`case ${c} needs STREAM_V2_WIRE_BASELINE (the root of another built checkout)`);
     if (kind === 'zstd' && !zstdAvailable) {
       results.push({ bench: 'stream-v2-wire', case: 'v2 zstd', figures: {}, note: `skipped: node:zlib has zstd from Node 22.15; this is ${process.version} (infra/scripts/with-node.sh 24 runs it)` });
       continue;
     }
-    const m = await runCase(kind, seq);
+    const m = await runCase(kind, seq, build);
     seq += m.published + 2000;
     runs.push(m);
     results.push({
       bench: 'stream-v2-wire',
-      case: `${LABEL[kind]}, ${fmt(RATE)} tx/s, ${WORKLOAD.subscribers} streams on ${CONNECTIONS} connections`,
+      case: `${LABEL[kind]}${build === 'base' ? ' [baseline build]' : ''}, ${fmt(RATE)} tx/s, ${WORKLOAD.subscribers} streams on ${CONNECTIONS} connections`,
       figures: {
         delivered: m.delivered,
         server_us_per_msg: m.usPerMsg,
@@ -201,8 +217,8 @@ export async function benchStreamV2Wire(): Promise<BenchResult[]> {
       note: m.behind,
     });
   }
-  const mean = (k: Kind, f: (m: Measured) => number): number => {
-    const xs = runs.filter((m) => m.kind === k).map(f);
+  const mean = (k: Kind, f: (m: Measured) => number, build = 'this'): number => {
+    const xs = runs.filter((m) => m.kind === k && m.build === build).map(f);
     return xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b, 0) / xs.length;
   };
   const v1Us = mean('v1', (m) => m.usPerMsg);
@@ -218,6 +234,15 @@ export async function benchStreamV2Wire(): Promise<BenchResult[]> {
       v2_bytes_vs_v1: +(v2Bytes / v1Bytes).toFixed(3),
       gzip_bytes_vs_v2: +(mean('gzip', (m) => m.bytesPerTx) / v2Bytes).toFixed(3),
       zstd_bytes_vs_v2: +(mean('zstd', (m) => m.bytesPerTx) / v2Bytes).toFixed(3),
+      ...(BASELINE === undefined
+        ? {}
+        : {
+            base_v2_cpu_vs_v1: +(mean('v2', (m) => m.usPerMsg, 'base') / mean('v1', (m) => m.usPerMsg, 'base')).toFixed(3),
+            v1_cpu_vs_base_v1: +(v1Us / mean('v1', (m) => m.usPerMsg, 'base')).toFixed(3),
+            v2_cpu_vs_base_v2: +(mean('v2', (m) => m.usPerMsg) / mean('v2', (m) => m.usPerMsg, 'base')).toFixed(3),
+            v2_vs_v1_per_round: perRound(runs, 'this'),
+            base_v2_vs_v1_per_round: perRound(runs, 'base'),
+          }),
     },
     note:
       'server_us_per_msg = the fanout child\'s CPU over the phase / transactions the client received (the publisher\'s share included, as in fanout-raw); ' +
@@ -226,6 +251,16 @@ export async function benchStreamV2Wire(): Promise<BenchResult[]> {
       'the zstd client counts compressed messages without decoding them (Go has no zstd), so its p50/p99 are empty',
   });
   return results;
+}
+
+/** v2 ÷ v1 CPU per message of each v1 run and the v2 run after it, on one build. */
+function perRound(runs: readonly Measured[], build: string): string {
+  const out: string[] = [];
+  const mine = runs.filter((m) => m.build === build);
+  for (let i = 0; i + 1 < mine.length; i++) {
+    if (mine[i]!.kind === 'v1' && mine[i + 1]!.kind === 'v2') out.push((mine[i + 1]!.usPerMsg / mine[i]!.usPerMsg).toFixed(2));
+  }
+  return out.join(', ');
 }
 
 if (require.main === module) {

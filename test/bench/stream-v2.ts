@@ -142,7 +142,9 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   let written = 0;
   let done: () => void = () => undefined;
   const finished = new Promise<void>((r) => (done = r));
-  const port = { write: (b: Buffer): boolean => (++written === RECORDS + 2 ? (done(), true) : true), once: (): undefined => undefined, end: (): void => undefined };
+  // A message may come as a head and its shared body (Sink): heads start with the gRPC flag (0 or 1), bodies with a
+  // protobuf tag, never 0 or 1.
+  const port = { write: (b: Buffer): boolean => (b[0]! <= 1 && ++written === RECORDS + 2 ? (done(), true) : true), once: (): undefined => undefined, end: (): void => undefined };
   const s = hub.open(port, undefined, undefined);
   if ('code' in s) throw new Error(s.details);
   s.handle({ add: { id: 'a', spec, raw: false, matchLoaded: false } });

@@ -13,10 +13,14 @@ export class FanoutChild {
     readonly address: string,
   ) {}
 
-  /** `nodeArgs`: extra node flags for the child (e.g. --expose-gc, --cpu-prof). */
-  static async start(cc: ChildConfig, nodeArgs: string[] = []): Promise<FanoutChild> {
-    const compiled = __filename.endsWith('.js');
-    const script = path.join(__dirname, compiled ? 'fanout-child.js' : 'fanout-child.ts');
+  /**
+   * `nodeArgs`: extra node flags for the child (e.g. --expose-gc, --cpu-prof). `build`: the root of another
+   * checkout whose compiled child to run (its dist/test/fanout/fanout-child.js), so a bench can interleave an older
+   * build with this one in the same run.
+   */
+  static async start(cc: ChildConfig, nodeArgs: string[] = [], build?: string): Promise<FanoutChild> {
+    const compiled = build !== undefined || __filename.endsWith('.js');
+    const script = build !== undefined ? path.join(build, 'dist', 'test', 'fanout', 'fanout-child.js') : path.join(__dirname, compiled ? 'fanout-child.js' : 'fanout-child.ts');
     const proc = fork(script, [], {
       execArgv: [...nodeArgs, ...(compiled ? [] : ['-r', 'ts-node/register/transpile-only'])],
       env: { ...process.env, FANOUT_CHILD: JSON.stringify(cc) },
