@@ -13,6 +13,27 @@ export const PUBKEY_LEN = 32;
 /** A list of base58 keys: strings, or the request's bytes with offsets (request-wire.ts, no strings made). */
 export type KeyList = readonly string[] | WireKeys;
 
+/**
+ * What a filter asks for besides its keys (stream v2; a v1 filter has none): compiled into the set's masks, so
+ * the hub reads one bit per filter and a new option is a field here and a mask below.
+ */
+export interface FilterOptions {
+  /** TRANSACTION_ENCODING_RAW (from stream.entries), DECODED, or the stream's (its Start's) choice. */
+  encoding: 'raw' | 'decoded' | 'default';
+  /** match_loaded_addresses: also match what the transaction loads through lookup tables. */
+  matchLoaded: boolean;
+}
+
+/** The bits (of a match mask over the set) of the filters with each option. */
+export interface FilterMasks {
+  raw: number;
+  /** Encoding left to the stream: RAW on a RAW stream, else DECODED. */
+  default: number;
+  loaded: number;
+}
+
+const NO_MASKS: FilterMasks = { raw: 0, default: 0, loaded: 0 };
+
 /** One named filter as the client sent it. */
 export interface FilterSpec {
   include: KeyList;
@@ -20,6 +41,7 @@ export interface FilterSpec {
   required: KeyList;
   /** A digest of the filter's wire bytes, when it came off the wire: equal digests = unchanged filter. */
   digest?: string;
+  options?: FilterOptions;
 }
 
 export interface FilterLimits {
@@ -40,6 +62,7 @@ export interface CompiledFilter {
   required: KeyList32;
   /** What it was compiled from, to tell an unchanged filter in the next update. */
   spec?: FilterSpec;
+  options?: FilterOptions;
 }
 
 function sameList(a: KeyList, b: KeyList): boolean {
@@ -78,6 +101,22 @@ export function specKeyCount(entries: ReadonlyArray<readonly [string, FilterSpec
 
 export interface CompiledFilterSet {
   filters: CompiledFilter[];
+  masks: FilterMasks;
+}
+
+function masksOf(filters: readonly CompiledFilter[]): FilterMasks {
+  let raw = 0;
+  let dflt = 0;
+  let loaded = 0;
+  for (const f of filters) {
+    const o = f.options;
+    if (o === undefined) continue;
+    const bit = 1 << f.slot;
+    if (o.encoding === 'raw') raw |= bit;
+    else if (o.encoding === 'default') dflt |= bit;
+    if (o.matchLoaded) loaded |= bit;
+  }
+  return raw === 0 && dflt === 0 && loaded === 0 ? NO_MASKS : { raw, default: dflt, loaded };
 }
 
 export type CompileResult = { ok: true; set: CompiledFilterSet } | { ok: false; error: StreamError };
@@ -157,7 +196,8 @@ export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSp
     }
     const same = before.get(name);
     if (same !== undefined && sameSpec(same.spec!, spec)) {
-      filters.push({ ...same, slot: filters.length });
+      // The keys are unchanged; the options are the new ones.
+      filters.push({ ...same, slot: filters.length, options: spec.options });
       continue;
     }
     const include = compileList(name, 'account_include', spec.include, limits);
@@ -167,9 +207,9 @@ export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSp
     const required = compileList(name, 'account_required', spec.required, limits);
     if (!(required instanceof KeyList32)) return { ok: false, error: required };
     // A wire spec is kept by its digest only: its lists point into the request buffer, which must not stay alive.
-    filters.push({ name, slot: filters.length, include, exclude, required, spec: spec.digest !== undefined ? { include: [], exclude: [], required: [], digest: spec.digest } : spec });
+    filters.push({ name, slot: filters.length, include, exclude, required, spec: spec.digest !== undefined ? { include: [], exclude: [], required: [], digest: spec.digest } : spec, options: spec.options });
   }
-  return { ok: true, set: { filters } };
+  return { ok: true, set: { filters, masks: masksOf(filters) } };
 }
 
 /** Names of the filters whose bits are set, in set order. */

@@ -16,7 +16,8 @@ export interface V2Start {
 export interface V2Request {
   start?: V2Start;
   /** raw: the filter asks for RAW; decoded: it asks for DECODED explicitly (neither: the stream's encoding). */
-  add?: { id: string; spec: FilterSpec; raw: boolean; matchLoaded: boolean; decoded?: boolean };
+  /** `spec.options` carries the filter's encoding and match_loaded_addresses. */
+  add?: { id: string; spec: FilterSpec };
   remove?: string;
   ping?: number;
 }
@@ -38,9 +39,15 @@ export function decodeV2Request(bytes: Uint8Array): V2Request {
     case SubscribeRequest.RequestCase.ADD_FILTER: {
       const a = m.getAddFilter()!;
       const f = a.getFilter();
-      const spec: FilterSpec = { include: f?.getAccountIncludeList() ?? [], exclude: f?.getAccountExcludeList() ?? [], required: f?.getAccountRequiredList() ?? [] };
       const enc = f?.getEncoding();
-      return { add: { id: a.getId(), spec, raw: enc === TransactionEncoding.TRANSACTION_ENCODING_RAW, matchLoaded: f?.getMatchLoadedAddresses() ?? false, decoded: enc === TransactionEncoding.TRANSACTION_ENCODING_DECODED } };
+      const encoding = enc === TransactionEncoding.TRANSACTION_ENCODING_RAW ? 'raw' : enc === TransactionEncoding.TRANSACTION_ENCODING_DECODED ? 'decoded' : 'default';
+      const spec: FilterSpec = {
+        include: f?.getAccountIncludeList() ?? [],
+        exclude: f?.getAccountExcludeList() ?? [],
+        required: f?.getAccountRequiredList() ?? [],
+        options: { encoding, matchLoaded: f?.getMatchLoadedAddresses() ?? false },
+      };
+      return { add: { id: a.getId(), spec } };
     }
     case SubscribeRequest.RequestCase.REMOVE_FILTER:
       return { remove: m.getRemoveFilter()!.getId() };

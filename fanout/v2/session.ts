@@ -111,11 +111,8 @@ export class V2Session {
   /** Bits of the filters delivered RAW (from stream.entries): RAW ones, and DEFAULT ones on a RAW stream. */
   rawMask = 0;
   private streamRaw = false;
-  /** Each filter's own encoding request. */
-  private readonly encodings = new Map<string, 'raw' | 'decoded' | 'default'>();
+  /** The filters as sent, options included (FilterSpec.options): what the next change is compiled from. */
   private readonly specs = new Map<string, FilterSpec>();
-  /** Ids of the filters with match_loaded_addresses. */
-  private readonly loadedIds = new Set<string>();
   private readonly idsCache = new Map<number, Buffer>();
   private readonly queue: SubscriberQueue;
   private readonly rate: UpdateRate;
@@ -204,7 +201,7 @@ export class V2Session {
   handle(r: V2Request): void {
     if (this.state === 'ended') return;
     if (r.ping !== undefined) this.push(encodePong(this.ctx.now(), r.ping), null, 0);
-    if (r.add !== undefined) this.addFilter(r.add.id, r.add.spec, r.add.raw ? 'raw' : r.add.decoded === true ? 'decoded' : 'default', r.add.matchLoaded);
+    if (r.add !== undefined) this.addFilter(r.add.id, r.add.spec);
     if (r.remove !== undefined) this.removeFilter(r.remove);
     if (r.start !== undefined) this.start(r.start);
   }
@@ -213,8 +210,10 @@ export class V2Session {
     this.push(encodeFilterAck(this.ctx.now(), { id, status, reason, reasonCode }), null, 0);
   }
 
-  private addFilter(id: string, spec: FilterSpec, encoding: 'raw' | 'decoded' | 'default', matchLoaded: boolean): void {
+  private addFilter(id: string, spec: FilterSpec): void {
     if (id.length === 0 || Buffer.byteLength(id, 'utf8') > MAX_FILTER_ID_BYTES) return this.ack(id, FilterAckStatus.invalid, `filter id must be 1–${MAX_FILTER_ID_BYTES} bytes`, 'invalid_filter_id');
+    const encoding = spec.options?.encoding ?? 'default';
+    const matchLoaded = spec.options?.matchLoaded ?? false;
     const raw = encoding === 'raw' || (encoding === 'default' && this.streamRaw);
     const unavailable = this.ctx.entriesUnavailable;
     if (raw && unavailable !== null) return this.ack(id, FilterAckStatus.invalid, `TRANSACTION_ENCODING_RAW is not served here: ${unavailable}`, 'unsupported_encoding');
@@ -222,23 +221,18 @@ export class V2Session {
     if (raw && matchLoaded) return this.ack(id, FilterAckStatus.invalid, 'match_loaded_addresses is served with DECODED transactions only', 'unsupported_combination');
     const entries = new Map(this.specs);
     entries.set(id, spec);
-    const loaded = new Set(this.loadedIds);
-    if (matchLoaded) loaded.add(id);
-    else loaded.delete(id);
-    this.apply(id, entries, loaded, encoding);
+    this.apply(id, entries);
   }
 
   private removeFilter(id: string): void {
     if (!this.specs.has(id)) return this.ack(id, FilterAckStatus.unknownFilter, `no filter with id ${JSON.stringify(id.slice(0, 64))}`, 'unknown_filter');
     const entries = new Map(this.specs);
     entries.delete(id);
-    const loaded = new Set(this.loadedIds);
-    loaded.delete(id);
-    this.apply(id, entries, loaded);
+    this.apply(id, entries);
   }
 
   /** Compiles the whole set with the change (unchanged filters are reused), or acknowledges why not. */
-  private apply(id: string, entries: Map<string, FilterSpec>, loaded: Set<string>, encoding?: 'raw' | 'decoded' | 'default'): void {
+  private apply(id: string, entries: Map<string, FilterSpec>): void {
     const now = this.ctx.now();
     const lim = this.ctx.limits;
     if (!this.rate.allow(now)) return this.ack(id, FilterAckStatus.rateLimited, `more than ${lim.maxFilterUpdatesPerSec} filter requests per second`, 'subscribe_rate_limit');
@@ -247,10 +241,8 @@ export class V2Session {
     if (keys > lim.maxKeysPerStream) return this.ack(id, FilterAckStatus.limitReached, `filters would hold ${keys} keys (at most ${lim.maxKeysPerStream} per stream)`, 'too_many_keys');
     if (this.ctx.index.totalKeys - this.ctx.index.keysOf(this) + keys > lim.maxKeysTotal) return this.ack(id, FilterAckStatus.limitReached, `the server holds its maximum of ${lim.maxKeysTotal} filter keys`, 'filter_capacity');
     if (list.length === 0) {
-      this.encodings.clear();
       this.specs.clear();
-      this.setLoaded(loaded, null);
-      this.setRaw(null);
+      this.setMasks(null);
       this.filters = null;
       this.ctx.index.remove(this);
       this.replayIndex?.remove(this);
@@ -265,10 +257,7 @@ export class V2Session {
     }
     this.specs.clear();
     for (const [k, v] of list) this.specs.set(k, v);
-    if (encoding === undefined) this.encodings.delete(id);
-    else this.encodings.set(id, encoding);
-    this.setLoaded(loaded, compiled.set);
-    this.setRaw(compiled.set);
+    this.setMasks(compiled.set);
     this.filters = compiled.set;
     this.idsCache.clear();
     this.ctx.index.replace(this, compiled.set);
@@ -276,30 +265,18 @@ export class V2Session {
     this.ack(id, FilterAckStatus.ok);
   }
 
-  /** Takes the flagged ids and their bits in `set`; tells the hub when the stream starts or stops needing tables. */
-  private setLoaded(ids: Set<string>, set: CompiledFilterSet | null): void {
-    const was = this.loadedMask !== 0;
-    this.loadedIds.clear();
-    let mask = 0;
-    for (const f of set?.filters ?? []) {
-      if (!ids.has(f.name)) continue;
-      this.loadedIds.add(f.name);
-      mask |= 1 << f.slot;
-    }
-    this.loadedMask = mask;
-    if (was !== (mask !== 0)) this.ctx.loadedFilters(this, mask !== 0);
-  }
-
-  /** Takes the bits in `set` of the filters delivered RAW; tells the hub when the stream starts or stops having any. */
-  private setRaw(set: CompiledFilterSet | null): void {
-    const was = this.rawMask !== 0;
-    let mask = 0;
-    for (const f of set?.filters ?? []) {
-      const e = this.encodings.get(f.name);
-      if (e === 'raw' || (e === 'default' && this.streamRaw)) mask |= 1 << f.slot;
-    }
-    this.rawMask = mask;
-    if (was !== (mask !== 0)) this.ctx.rawFilters(this, mask !== 0);
+  /**
+   * Takes the option bits of `set` (compiled with it: filter/compile.ts FilterMasks); tells the hub when the stream
+   * starts or stops needing tables, and having RAW filters.
+   */
+  private setMasks(set: CompiledFilterSet | null): void {
+    const wasLoaded = this.loadedMask !== 0;
+    const wasRaw = this.rawMask !== 0;
+    const m = set?.masks;
+    this.loadedMask = m?.loaded ?? 0;
+    this.rawMask = m === undefined ? 0 : m.raw | (this.streamRaw ? m.default : 0);
+    if (wasLoaded !== (this.loadedMask !== 0)) this.ctx.loadedFilters(this, this.loadedMask !== 0);
+    if (wasRaw !== (this.rawMask !== 0)) this.ctx.rawFilters(this, this.rawMask !== 0);
   }
 
   private start(s: NonNullable<V2Request['start']>): void {
@@ -310,11 +287,14 @@ export class V2Session {
     const unavailable = this.ctx.entriesUnavailable;
     if ((s.raw || this.entries) && unavailable !== null) return this.fail(streamError('invalidStart', { why: `entries and TRANSACTION_ENCODING_RAW are not served here: ${unavailable}` }));
     if (s.raw) {
-      for (const id of this.loadedIds) {
-        if (this.encodings.get(id) === 'default') return this.fail(streamError('invalidStart', { why: `filter ${JSON.stringify(id.slice(0, 64))} sets match_loaded_addresses, which is served with DECODED only: give it encoding DECODED` }));
+      const set = this.filters;
+      const clash = set === null ? 0 : set.masks.loaded & set.masks.default;
+      if (clash !== 0) {
+        const id = set!.filters.find((f) => (clash & (1 << f.slot)) !== 0)!.name;
+        return this.fail(streamError('invalidStart', { why: `filter ${JSON.stringify(id.slice(0, 64))} sets match_loaded_addresses, which is served with DECODED only: give it encoding DECODED` }));
       }
       this.streamRaw = true;
-      this.setRaw(this.filters);
+      this.setMasks(set);
     }
     if (s.from === undefined) {
       this.floor = this.ctx.livePosition();
@@ -606,8 +586,7 @@ export class V2Session {
     this.state = 'ended';
     this.queue.close();
     this.ctx.index.remove(this);
-    this.setLoaded(new Set(), null);
-    this.setRaw(null);
+    this.setMasks(null);
     this.filters = null;
   }
 }

@@ -74,15 +74,15 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
     s1.handle({ filters: [['a', spec]], pingId: undefined, newSeenSlots: undefined });
     const s2 = v2.open({ ...sink }, undefined, undefined);
     if ('code' in s2) throw new Error(s2.details);
-    s2.handle({ add: { id: 'a', spec, raw: false, matchLoaded: false } });
+    s2.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'default', matchLoaded: false } } } });
     s2.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
     const s3 = gz.open({ ...sink }, undefined, undefined, 'gzip');
     if ('code' in s3) throw new Error(s3.details);
-    s3.handle({ add: { id: 'a', spec, raw: false, matchLoaded: false } });
+    s3.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'default', matchLoaded: false } } } });
     s3.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
     const s4 = v2r.open({ ...sink }, undefined, undefined);
     if ('code' in s4) throw new Error(s4.details);
-    s4.handle({ add: { id: 'a', spec, raw: true, matchLoaded: false } });
+    s4.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'raw', matchLoaded: false } } } });
     s4.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
   }
   // Warm-up on the first fifth, measure on the rest, v1 and v2 interleaved per chunk.
@@ -147,7 +147,7 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   const port = { write: (b: Buffer): boolean => (b[0]! <= 1 && ++written === RECORDS + 2 ? (done(), true) : true), once: (): undefined => undefined, end: (): void => undefined };
   const s = hub.open(port, undefined, undefined);
   if ('code' in s) throw new Error(s.details);
-  s.handle({ add: { id: 'a', spec, raw: false, matchLoaded: false } });
+  s.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'default', matchLoaded: false } } } });
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   s.handle({ start: { from: { cursor: encodeCursor(new Map([[TopicTag.transactions, [0]], [TopicTag.slots, [0]]])) }, lagPolicy: 'close', raw: false, slots: false } });
