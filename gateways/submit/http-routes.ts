@@ -88,7 +88,7 @@ export const POST_ROUTES: { readonly [T in BodyRoute]: PostRoute & { transport: 
   plaintext: { method: 'POST', path: '/plaintext', transport: 'plaintext', bodyMax: (l) => l.body.plaintext, tooLarge: TOO_LARGE, answer: (c, k, b) => plaintextAnswer(c.pipeline, k, b) },
 };
 
-export const HTTP_ROUTES: readonly HttpRoute[] = [
+const HTTP_ROUTES: readonly HttpRoute[] = [
   POST_ROUTES.jsonrpc,
   POST_ROUTES.binary,
   POST_ROUTES.plaintext,

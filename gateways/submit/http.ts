@@ -39,7 +39,7 @@ export interface SubmitHttp {
 }
 
 /** The value of one query parameter, without building a URL object per request. */
-export function queryParam(url: string, name: string): string | null {
+function queryParam(url: string, name: string): string | null {
   const q = url.indexOf('?');
   if (q < 0) return null;
   for (const part of url.slice(q + 1).split('&')) {

@@ -23,8 +23,8 @@ import type { TraceStore } from './trace-store';
 // rejection table. The stages, in order:
 //
 //   API key (UUID, looked up per request) → rate limit (rental TPS; a repeat of charged, rejected bytes is not
-//   charged again) → size (≤ 1,232; v1 ≤ v1MaxBytes except on UDP) → parse (legacy / v0 / v1, the ingest
-//   decoder) → signature count = header's required signatures → every signature verifies (ed25519, over the
+//   charged again) → size (≤ 1,232; v1 ≤ v1MaxBytes except on UDP) → parse (legacy / v0 / v1, proto/txn's
+//   decoder, the one ingest uses) → signature count = header's required signatures → every signature verifies (ed25519, over the
 //   message: after the signatures for legacy/v0, before them for v1) → tip rule (top-level instructions) →
 //   preflight (when asked) →
 //   signature cache (suppress only once delivered) → forward (dispatch only) → answer.

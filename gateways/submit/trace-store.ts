@@ -170,7 +170,7 @@ export class TraceStore {
 
 
 /** An accepted transaction's trace, opened by the forward (forwarder.ts) before any route reports. */
-export class TraceOpening implements ForwardOpening {
+class TraceOpening implements ForwardOpening {
   /** base58 of the signature, once opened. */
   signature: string | undefined;
 
