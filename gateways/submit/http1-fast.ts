@@ -15,8 +15,9 @@ import { parseHead, type BodyLimits, type FastRoute } from './http1-head';
 // included: it answers that request and every later one exactly as before. Answers already written precede
 // its own.
 //
-// Bounds per connection: an incomplete request is at most a head (8 KiB) plus a body (≤ 2,048 bytes) and must
-// complete within requestTimeoutMs of its first byte; once answers wait for a client that does not read (the
+// Bounds per connection: an incomplete request is at most a head (8 KiB) plus a body within its route's limit
+// (http-routes.ts; 3,072 bytes at most at the contract's limits) and must complete within requestTimeoutMs of
+// its first byte; once answers wait for a client that does not read (the
 // socket's own high-water mark, 16 KiB, is passed) nothing more is read from it until they drain; an idle
 // connection closes after keepAliveTimeoutMs. So the sum over clients is bounded by the connection caps.
 
