@@ -40,18 +40,6 @@ export async function verifyRecordingFile(file: string): Promise<{ meta: Recordi
   }
 }
 
-/** Only the header (reads the file's first chunk or two). */
-export async function readRecordingMeta(file: string): Promise<RecordingMeta> {
-  const dec = new RecordingDecoder();
-  for await (const chunk of fileChunks(file)) {
-    dec.push(chunk as Buffer);
-    const item = dec.take();
-    if (item !== null && item.kind === 'header') return item.meta;
-  }
-  dec.finish();
-  throw new RecordingError('no header');
-}
-
 /**
  * Writes a recording onto a stream: the header at once, records as they come (waiting for 'drain' when the
  * stream's buffer is full, which is what holds a fast source back), the end frame on end().

@@ -6,14 +6,15 @@ import type { BudgetedQueue, QueueBudget } from './queue-budget';
 // over all queues is bounded by the process-wide QueueBudget. The push that would cross a bound drops the
 // whole queue and reports overflow, and the owner ends that subscriber alone (DATA_LOSS). Nobody else is slowed.
 //
-// What sits below this queue is bounded by the transport, not by us: grpc-js's object-mode writable buffer
-// (16 messages) plus the HTTP/2 stream's send window and buffer.
+// What sits below this queue is bounded by the transport, not by us: on the own HTTP/2 server (the default) the
+// stream's send queue up to its high-water mark and the peer's window (h2/stream.ts); on grpc-js the Node
+// Http2Stream the framed messages are written straight to (transport/grpc-stream.ts) and its send window.
 
 /**
- * The part of a grpc-js ServerDuplexStream this queue needs. A message may arrive as two chunks written back to
- * back (a per-stream head, then a body shared by every stream it goes to: v2 updates), so that the shared bytes
- * are copied once, into the transport's output, rather than once more per stream; the second write's answer is
- * the one that counts.
+ * The part of a call's response stream this queue needs (h2/stream.ts, or transport/grpc-stream.ts's FramedSink).
+ * A message may arrive as two chunks written back to back (a per-stream head, then a body shared by every stream it
+ * goes to: v2 updates), so that the shared bytes are copied once, into the transport's output, rather than once
+ * more per stream; the second write's answer is the one that counts.
  */
 export interface Sink {
   write(chunk: Buffer): boolean;

@@ -21,7 +21,7 @@ const COMMANDS: Record<string, Command> = {
   decode: { summary: 'decode a shred capture (pcap, ar, u64lp) to JSON lines', load: async () => import('../ingest/cli/decode') },
   replay: { summary: "send a capture's packets as UDP datagrams", load: async () => import('../ingest/cli/replay') },
   record: { summary: 'record received UDP datagrams to a capture file', load: async () => import('../ingest/cli/record') },
-  subscribe: { summary: 'print a v1 transaction stream', load: async () => import('../fanout/cli/subscribe') },
+  subscribe: { summary: 'print a transaction stream (v1; --v2 for stream v2)', load: async () => import('../fanout/cli/subscribe') },
   rentals: { summary: 'write and read rentals, events on the rentals topic (put | get | list | delete)', load: async () => import('./commands/rentals') },
   billing: { summary: 'billing jobs on usage.events (run | report)', load: async () => import('./commands/billing') },
   topics: { summary: 'record topics to a file and replay them into a broker (record | replay)', load: async () => import('./commands/topics') },
@@ -31,7 +31,7 @@ const COMMANDS: Record<string, Command> = {
 function usage(): string {
   return groupHelpText({
     command: 'meridian',
-    summary: 'Rented-node access service for Solana: shred ingest, the v1 transaction stream, and their tools.',
+    summary: 'Rented-node access service for Solana and two EVM chains: shred ingest, the v1 and v2 transaction streams, the chain JSON-RPC gateway, transaction submission, EVM endpoints, and their tools.',
     commands: Object.entries(COMMANDS).map(([name, c]) => ({ name, summary: c.summary })),
   });
 }

@@ -188,7 +188,7 @@ async function startIngestComponent(cfg: IngestConfig, f: Floor): Promise<Starte
   return { address: joinHostPort(ingest.address.host, ingest.address.port), stop: () => ingest.close() };
 }
 
-// --- fanout: the v1 gRPC stream. fanout.workers > 1 (Kafka bus only): worker processes on the one port, each its
+// --- fanout: the gRPC transaction streams (v1 and v2, one port). fanout.workers > 1 (Kafka bus only): worker processes on the one port, each its
 // own bus reader, rentals projection and usage producer (infra/fanout-worker.ts); their metrics carry worker="N".
 async function startFanoutComponent(
   cfg: FanoutConfig,

@@ -14,7 +14,8 @@ import { DEFAULT_TOPICS, publishSink, type IngestTopics } from './publish-sink';
 import { Publisher, type PublisherStats } from './publisher';
 import { startUdpReceiver, type UdpReceiver, type UdpReceiverStats } from './udp-receiver';
 
-// `meridian start`'s ingest: UDP socket → Pipeline → Publisher → bus. Wiring only; each part bounds itself.
+// `meridian start`'s ingest: UDP socket → Pipeline → Publisher → bus and, with ingest.chain set, the chain node's
+// slot statuses (chain-watch → ChainStatusHold → the same Publisher). Wiring only; each part bounds itself.
 
 /** How long start waits for a first leader schedule before listening anyway (shreds meanwhile: leader_unknown). */
 const LEADER_WARMUP_MS = 5000;

@@ -14,12 +14,11 @@ import { Timestamp } from 'google-protobuf/google/protobuf/timestamp_pb';
 import { UsageError, noPositionals, type ParsedArgs } from '../../infra/base/args';
 import { FilterAdd, FilterAckStatus, GapReason, LagPolicy, SlotStatus, Start, SubscribeRequest, TransactionFilter, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
 import { openV2Stream } from '../../proto/service-v2';
+import { cursorText, parseCursorText } from '../v2/cursor';
 
 const DEFAULT_URL = '127.0.0.1:20202';
 const SLOT_STATUS = new Map(Object.entries(SlotStatus).map(([k, v]) => [v, k.replace(/^SLOT_/, '').toLowerCase()]));
 const GAP_REASON = new Map(Object.entries(GapReason).map(([k, v]) => [v, k.replace(/^GAP_REASON_/, '').toLowerCase()]));
-
-const b64 = (b: Uint8Array): string => Buffer.from(b).toString('base64url');
 
 export function buildV2Start(args: ParsedArgs): Start {
   const s = new Start();
@@ -32,7 +31,8 @@ export function buildV2Start(args: ParsedArgs): Start {
   }
   const cursor = args.get('from-cursor');
   if (cursor !== undefined) {
-    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new UsageError('--from-cursor must be a cursor as printed (base64url)');
+    const c = parseCursorText(cursor);
+    if (!c.ok) throw new UsageError(`--from-cursor must be a cursor as printed (base64url): ${c.reason}`);
     s.setCursor(Buffer.from(cursor, 'base64url'));
   }
   const time = args.get('from-time');
@@ -50,7 +50,7 @@ export function buildV2Start(args: ParsedArgs): Start {
 }
 
 export function formatUpdate(u: SubscribeUpdate, opts: { json: boolean; verbose: boolean }): string | undefined {
-  const cursor = b64(u.getCursor_asU8());
+  const cursor = cursorText(u.getCursor_asU8());
   const seq = u.getSeq();
   if (u.hasTransaction()) {
     const t = u.getTransaction()!;
@@ -68,7 +68,7 @@ export function formatUpdate(u: SubscribeUpdate, opts: { json: boolean; verbose:
   if (u.hasGap()) {
     const g = u.getGap()!;
     const reason = GAP_REASON.get(g.getReason()) ?? String(g.getReason());
-    const from = b64(g.getFromCursor_asU8());
+    const from = cursorText(g.getFromCursor_asU8());
     return opts.json ? JSON.stringify({ seq, cursor, gap: { reason, count: g.getCount(), fromCursor: from } }) : `gap ${reason} count=${g.getCount()} from=${from} cursor=${cursor}`;
   }
   if (u.hasReplayComplete()) {

@@ -8,7 +8,7 @@ import type { Session, SessionPort } from './session';
 import type { Sink } from '../subscriber-queue';
 
 // One Subscribe call as the stream handler sees it, whichever server carries it (the own HTTP/2 server,
-// h2-transport.ts, or grpc-js, grpc-js-transport.ts): the caller's identity, a sink for framed responses, an
+// transport/h2.ts, or grpc-js, transport/grpc-js.ts): the caller's identity, a sink for framed responses, an
 // end with a registry status, and the requests as they come.
 
 export interface SubscribeCall {

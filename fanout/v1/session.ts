@@ -20,7 +20,7 @@ import { KeyRate, UpdateRate } from '../update-rate';
 // those change state and cost index work. Pings and slot switches do not count (published clients send a ping
 // timer's worth of them), and an empty map cannot be told from an absent one on the wire.
 
-/** The call as the session drives it; server.ts adapts a grpc-js duplex stream to this. */
+/** The call as the session drives it: serve.ts makes it from a SubscribeCall of either transport (transport/). */
 export interface SessionPort extends Sink {
   /** Ends the RPC: OK without an error, else with the error's status and trailers. Called once. */
   end(error?: StreamError): void;

@@ -5,14 +5,23 @@ import type { Route, RouteOutcome } from './route';
 // Forwarding behind one small seam. The contract: the service answers once the forward is dispatched, and
 // no transport ever reports what happens to it afterwards. So forward() only dispatches (or says it could
 // not, when every route is at its in-flight cap); outcomes become per-route metrics, rate-limited log lines
-// and, through `report`, the transaction's trace.
+// and, through the opening's report, the transaction's trace.
 
 /** What became of one route's attempt: `skipped` = the route was at its in-flight cap and was not tried. */
 export type ForwardReport = (route: string, outcome: RouteOutcome | 'skipped') => void;
 
+/**
+ * What a dispatched transaction opens (its trace). The forwarder calls open() once, as soon as a route has
+ * taken the transaction and before any report; never when no route took it, since then the transaction was
+ * not accepted and must leave no trace.
+ */
+export interface ForwardOpening {
+  open(): ForwardReport;
+}
+
 export interface Forwarder {
   /** Dispatches the serialized transaction; false when no route could take it (all at their caps). */
-  forward(tx: Buffer, report?: ForwardReport): boolean;
+  forward(tx: Buffer, opening?: ForwardOpening): boolean;
   close(): Promise<void>;
 }
 
@@ -34,9 +43,12 @@ export class RouteForwarder implements Forwarder {
     for (const r of opts.routes) opts.metrics.route(r.name); // every series from the start
   }
 
-  forward(tx: Buffer, report?: ForwardReport): boolean {
+  forward(tx: Buffer, opening?: ForwardOpening): boolean {
+    const routes = this.opts.routes;
     let sent = false;
-    for (const r of this.opts.routes) {
+    let report: ForwardReport | undefined;
+    for (let i = 0; i < routes.length; i++) {
+      const r = routes[i]!;
       const m = this.opts.metrics.route(r.name);
       const p = r.send(tx);
       if (p === null) {
@@ -45,7 +57,12 @@ export class RouteForwarder implements Forwarder {
         report?.(r.name, 'skipped');
         continue;
       }
-      sent = true;
+      if (!sent) {
+        // The first route that took it: the trace opens now, and the routes before this one were all skipped.
+        sent = true;
+        report = opening?.open();
+        if (report !== undefined) for (let j = 0; j < i; j++) report(routes[j]!.name, 'skipped');
+      }
       this.opts.metrics.forwarded.inc();
       m.attempts.inc();
       void p.then((o) => {

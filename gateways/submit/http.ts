@@ -2,33 +2,19 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Log } from '../../infra/base/log';
 import { readBody } from './http-body';
-import { serveFast, type FastAnswer } from './http1-fast';
+import { TEXT, type HttpAnswer } from './http-answer';
+import { bodyLimits, findRoute, METHOD_NOT_ALLOWED, NOT_FOUND, POST_ROUTES, type LaterAnswer, type RouteContext } from './http-routes';
+import { serveFast } from './http1-fast';
 import type { FastRoute } from './http1-head';
-import { errorAnswer, outcomeAnswer, type Answer } from './jsonrpc';
-import { jsonRpcStep, type VersionInfo } from './jsonrpc-step';
-import { CONTRACT_BODY } from './limits';
 import type { SubmitPipeline } from './pipeline';
-import { binaryAnswer, bodyTooLarge, plaintextAnswer, type PlainAnswer } from './plain-answer';
-import { HTTP_FRAMING, JSONRPC_ERRORS } from './rejections';
-import { traceAnswer, type TraceReaders } from './trace-endpoint';
+import type { TraceReaders } from './trace-endpoint';
 
-// The HTTP transport on the region root. Routes (the key is the `api-key` query parameter on every one):
-//   POST /            JSON-RPC: sendTransaction, getVersion             body ≤ 3,072
-//   POST /binary      raw transaction bytes → 200 text/plain signature  body ≤ 1,232   (no preflight)
-//   POST /plaintext   base64 text, trimmed  → 200 text/plain signature  body ≤ 2,048   (no preflight)
-// (the contract's body limits; gateways.submit.v1MaxBytes above 1,232 raises them for v1: limits.ts)
-//   GET  /health      200 "ok" for load balancers (no key)
-//   GET  /trace/<sig>  the trace of a transaction the key submitted, and the key's summary (trace-endpoint.ts;
-//   GET  /trace        the summary alone); only with traces on. Served here, never on the fast path.
-// This file frames requests and answers; every decision is the pipeline's, every answer comes from the
-// rejection table. No request line, URL or key is ever logged. With `fastPath` on, each connection starts on
-// the pipelined fast path (http1-fast.ts: plain POSTs to /, /binary and /plaintext) and moves to node:http at
-// its first request of any other kind or that asks for a preflight.
-
-/** The contract's body limits (the defaults; the pipeline's limits decide). */
-export const JSONRPC_BODY_MAX = CONTRACT_BODY.jsonrpc;
-export const BINARY_BODY_MAX = CONTRACT_BODY.binary;
-export const PLAINTEXT_BODY_MAX = CONTRACT_BODY.plaintext;
+// The HTTP transport on the region root: the routes of the table in http-routes.ts (the key is the `api-key`
+// query parameter on every one). This file frames requests and answers; which route, which body limit and
+// which answer is the table's, every decision the pipeline's, every answer from the rejection table. No
+// request line, URL or key is ever logged. With `fastPath` on, each connection starts on the pipelined fast
+// path (http1-fast.ts: plain POSTs to the table's POST routes) and moves to node:http at its first request of
+// any other kind or that asks for a preflight.
 
 export interface HttpOptions {
   host: string;
@@ -40,7 +26,7 @@ export interface HttpOptions {
   maxConnectionsPerIp: number;
   keepAliveTimeoutMs: number;
   requestTimeoutMs: number;
-  /** Serve plain /binary and /plaintext requests on the pipelined fast path (http1-fast.ts). */
+  /** Serve plain POSTs to the table's POST routes on the pipelined fast path (http1-fast.ts). */
   fastPath: boolean;
   log: Log;
   /** Traces on: GET /trace is served. */
@@ -52,11 +38,8 @@ export interface SubmitHttp {
   close(): Promise<void>;
 }
 
-const TEXT = 'text/plain; charset=utf-8';
-const JSON_TYPE = 'application/json';
-
 /** The value of one query parameter, without building a URL object per request. */
-export function queryParam(url: string, name: string): string | null {
+function queryParam(url: string, name: string): string | null {
   const q = url.indexOf('?');
   if (q < 0) return null;
   for (const part of url.slice(q + 1).split('&')) {
@@ -79,80 +62,52 @@ export function queryParam(url: string, name: string): string | null {
  * syscall even for pipelined requests: Node's ServerResponse.end() fully uncorks the socket, so answers cannot
  * be coalesced from here (measured: that write is about a fifth of /binary's CPU on loopback).
  */
-function send(res: http.ServerResponse, status: number, type: string, body: string): void {
-  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) }).end(body);
+function send(res: http.ServerResponse, a: HttpAnswer): void {
+  if (a.noStore === true) res.setHeader('cache-control', 'no-store');
+  res.writeHead(a.status, { 'content-type': a.type, 'content-length': Buffer.byteLength(a.body) }).end(a.body);
 }
 
-function text(res: http.ServerResponse, status: number, body: string): void {
-  send(res, status, TEXT, body);
-}
-
-function json(res: http.ServerResponse, a: Answer): void {
-  send(res, a.status, JSON_TYPE, a.body);
-}
-
-function plain(res: http.ServerResponse, a: PlainAnswer): void {
-  send(res, a.status, TEXT, a.text);
-}
-
-/** A body over its limit: the answer, and the connection is not kept (the rest of the body was not read). */
-function tooLarge(res: http.ServerResponse, write: () => void): void {
-  res.shouldKeepAlive = false;
-  write();
+function isLater(a: HttpAnswer | LaterAnswer): a is LaterAnswer {
+  return 'later' in a;
 }
 
 export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOptions): Promise<SubmitHttp> {
-  const version: VersionInfo = { 'solana-core': opts.version, 'feature-set': null };
-  const bodyMax = pipeline.limits.body;
-
-  const jsonRpc = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
-    if (body === null) return tooLarge(res, () => json(res, errorAnswer(null, JSONRPC_ERRORS.bodyTooLarge)));
-    const step = jsonRpcStep(pipeline, version, apiKey, body);
-    if (step.kind === 'answer') return json(res, step.answer);
-    pipeline.submit({ apiKey: step.apiKey, bytes: step.bytes, transport: 'jsonrpc', preflight: step.preflight }).then(
-      (o) => json(res, outcomeAnswer(step.id, o)),
-      (err: unknown) => failed(res, err),
-    );
-  };
-
-  const binary = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
-    if (body === null) return tooLarge(res, () => plain(res, bodyTooLarge()));
-    plain(res, binaryAnswer(pipeline, apiKey, body));
-  };
-
-  const plaintext = (res: http.ServerResponse, apiKey: string | null, body: Buffer | null): void => {
-    if (body === null) return tooLarge(res, () => plain(res, bodyTooLarge()));
-    plain(res, plaintextAnswer(pipeline, apiKey, body));
-  };
+  const ctx: RouteContext = { pipeline, version: { 'solana-core': opts.version, 'feature-set': null }, traces: opts.traces };
+  const maxBody = bodyLimits(pipeline.limits);
 
   /** A bug, not a client error: answer 500 and keep serving. The error carries no request data. */
   const failed = (res: http.ServerResponse, err: unknown): void => {
     opts.log.error({ err }, 'submission request failed');
-    if (!res.headersSent) text(res, 500, 'internal error');
+    if (!res.headersSent) send(res, { status: 500, type: TEXT, body: 'internal error' });
+  };
+
+  const reply = (res: http.ServerResponse, a: HttpAnswer | LaterAnswer): void => {
+    if (!isLater(a)) return send(res, a);
+    a.later().then(
+      (r) => send(res, r),
+      (err: unknown) => failed(res, err),
+    );
   };
 
   const server = http.createServer({ keepAliveTimeout: opts.keepAliveTimeoutMs, requestTimeout: opts.requestTimeoutMs }, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    if (path === '/health') {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
-      return text(res, 200, 'ok');
+    const route = findRoute(ctx, path);
+    if (route === undefined) return send(res, NOT_FOUND);
+    if (route.method === 'GET') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, METHOD_NOT_ALLOWED);
+      return send(res, route.answer(ctx, path.slice(route.path.length), queryParam(url, 'api-key')));
     }
-    if (opts.traces !== undefined && (path === '/trace' || path.startsWith('/trace/'))) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
-      const a = traceAnswer(opts.traces, path.slice('/trace'.length), queryParam(url, 'api-key'));
-      res.setHeader('cache-control', 'no-store');
-      return a.status === 200 ? send(res, 200, JSON_TYPE, a.body) : text(res, a.status, a.body);
-    }
-    const route = path === '/' ? jsonRpc : path === '/binary' ? binary : path === '/plaintext' ? plaintext : null;
-    if (route === null) return text(res, HTTP_FRAMING.notFound.status, HTTP_FRAMING.notFound.text);
-    if (req.method !== 'POST') return text(res, HTTP_FRAMING.methodNotAllowed.status, HTTP_FRAMING.methodNotAllowed.text);
-    const limit = route === jsonRpc ? bodyMax.jsonrpc : route === binary ? bodyMax.binary : bodyMax.plaintext;
+    if (req.method !== 'POST') return send(res, METHOD_NOT_ALLOWED);
     const apiKey = queryParam(url, 'api-key');
-    readBody(req, limit, (body) => {
+    readBody(req, maxBody[route.transport], (body) => {
+      if (body === null) {
+        res.shouldKeepAlive = false; // the rest of the body was not read
+        return send(res, route.tooLarge);
+      }
       try {
-        route(res, apiKey, body);
+        reply(res, route.answer(ctx, apiKey, body));
       } catch (err) {
         failed(res, err);
       }
@@ -169,14 +124,10 @@ export async function startSubmitHttp(pipeline: SubmitPipeline, opts: HttpOption
   const fastOpts = {
     keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
     requestTimeoutMs: opts.requestTimeoutMs,
-    maxBody: bodyMax,
-    answer: (route: FastRoute, apiKey: string | null, body: Buffer): FastAnswer | null => {
-      if (route === 'jsonrpc') {
-        const step = jsonRpcStep(pipeline, version, apiKey, body);
-        return step.kind === 'answer' ? { status: step.answer.status, type: JSON_TYPE, body: step.answer.body } : null; // preflight: node:http
-      }
-      const a: PlainAnswer = route === 'binary' ? binaryAnswer(pipeline, apiKey, body) : plaintextAnswer(pipeline, apiKey, body);
-      return { status: a.status, type: TEXT, body: a.text };
+    maxBody,
+    answer: (route: FastRoute, apiKey: string | null, body: Buffer): HttpAnswer | null => {
+      const a = POST_ROUTES[route].answer(ctx, apiKey, body);
+      return isLater(a) ? null : a; // must wait (a preflight): node:http answers it, from the start
     },
     apiKey: (target: string) => queryParam(target, 'api-key'),
     handoff: toNode,

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import type { HttpAnswer } from './http-answer';
 import { parseHead, type BodyLimits, type FastRoute } from './http1-head';
 
 // The pipelined fast path for /binary, /plaintext and JSON-RPC on /. node:http answers each request with its own
@@ -14,8 +15,9 @@ import { parseHead, type BodyLimits, type FastRoute } from './http1-head';
 // included: it answers that request and every later one exactly as before. Answers already written precede
 // its own.
 //
-// Bounds per connection: an incomplete request is at most a head (8 KiB) plus a body (≤ 2,048 bytes) and must
-// complete within requestTimeoutMs of its first byte; once answers wait for a client that does not read (the
+// Bounds per connection: an incomplete request is at most a head (8 KiB) plus a body within its route's limit
+// (http-routes.ts; 3,072 bytes at most at the contract's limits) and must complete within requestTimeoutMs of
+// its first byte; once answers wait for a client that does not read (the
 // socket's own high-water mark, 16 KiB, is passed) nothing more is read from it until they drain; an idle
 // connection closes after keepAliveTimeoutMs. So the sum over clients is bounded by the connection caps.
 
@@ -24,18 +26,11 @@ export interface FastPathOptions {
   requestTimeoutMs: number;
   maxBody: BodyLimits;
   /** The answer, or null when the request must wait (it then goes to node:http, unanswered here). */
-  answer(route: FastRoute, apiKey: string | null, body: Buffer): FastAnswer | null;
+  answer(route: FastRoute, apiKey: string | null, body: Buffer): HttpAnswer | null;
   /** The `api-key` query parameter of a request target. */
   apiKey(target: string): string | null;
   /** Gives the socket to node:http. Unread bytes are already back in the socket's read buffer. */
   handoff(socket: Socket): void;
-}
-
-export interface FastAnswer {
-  status: number;
-  /** Content-Type value. */
-  type: string;
-  body: string;
 }
 
 let dateAt = 0;
@@ -69,8 +64,8 @@ export function serveFast(socket: Socket, opts: FastPathOptions): void {
     socket.resume();
   };
 
-  const frame = (a: FastAnswer, date: string): string =>
-    `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status] ?? ''}\r\ncontent-type: ${a.type}\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\ndate: ${date}\r\n${keepAlive}\r\n${a.body}`;
+  const frame = (a: HttpAnswer, date: string): string =>
+    `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status] ?? ''}\r\ncontent-type: ${a.type}\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\n${a.noStore === true ? 'cache-control: no-store\r\n' : ''}date: ${date}\r\n${keepAlive}\r\n${a.body}`;
 
   const handoff = (rest: Buffer): void => {
     socket.off('data', onData);

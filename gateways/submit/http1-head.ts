@@ -1,12 +1,15 @@
+import { POST_ROUTES, type BodyRoute } from './http-routes';
+
 // The head of one HTTP/1.1 request, parsed only as far as the submission fast path needs, and only for the
-// plainest requests: `POST /binary`, `POST /plaintext` or `POST /` (JSON-RPC) over HTTP/1.1 with one Host, exactly one Content-Length within
-// the route's limit, no Transfer-Encoding, Expect or Upgrade, and at most `Connection: keep-alive`. Anything
+// plainest requests: a POST to one of the route table's POST paths (http-routes.ts: `/`, `/binary`,
+// `/plaintext`) over HTTP/1.1 with one Host, exactly one Content-Length within the route's limit, no
+// Transfer-Encoding, Expect or Upgrade, and at most `Connection: keep-alive`. Anything
 // else — another route, another method, chunked bodies, an oversized body, anything unusual in the bytes — is
 // `other`: the connection goes to node:http from that request on, which answers it exactly as before (413,
 // 400, 404, …). Being strict costs nothing but speed; being lenient could accept what node:http refuses.
 // Pure: bytes in, a result out; no I/O.
 
-export type FastRoute = 'binary' | 'plaintext' | 'jsonrpc';
+export type FastRoute = BodyRoute;
 
 export type Head =
   | { kind: 'partial' }
@@ -36,9 +39,9 @@ const SP = 0x20;
 const HTAB = 0x09;
 const COLON = 0x3a;
 
-const POST_BINARY = Buffer.from('POST /binary', 'latin1');
-const POST_PLAINTEXT = Buffer.from('POST /plaintext', 'latin1');
 const POST_ROOT = Buffer.from('POST /', 'latin1');
+/** The table's POST paths as bytes (each starts with '/'). */
+const FAST_PATHS: ReadonlyArray<{ path: Buffer; route: FastRoute }> = Object.values(POST_ROUTES).map((r) => ({ path: Buffer.from(r.path, 'latin1'), route: r.transport }));
 const HTTP11_CRLF = Buffer.from(' HTTP/1.1\r\n', 'latin1');
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 
@@ -73,31 +76,30 @@ function equalsLower(buf: Buffer, from: number, to: number, lower: Buffer): bool
   return true;
 }
 
+/** The POST route whose path is buf[from, to), or null. */
+function fastRoute(buf: Buffer, from: number, to: number): FastRoute | null {
+  for (const f of FAST_PATHS) if (to - from === f.path.length && startsWith(buf, from, f.path)) return f.route;
+  return null;
+}
+
 /** Parses the request head that starts at `off`. */
 export function parseHead(buf: Buffer, off: number, maxBody: BodyLimits): Head {
   const headEnd = buf.indexOf(HEAD_END, off);
   if (headEnd < 0) return buf.length - off > MAX_FAST_HEAD ? OTHER : fastPrefixPossible(buf, off) ? PARTIAL : OTHER;
   if (headEnd + 4 - off > MAX_FAST_HEAD) return OTHER;
 
-  let route: FastRoute;
-  let p: number;
-  if (startsWith(buf, off, POST_BINARY)) {
-    route = 'binary';
-    p = off + POST_BINARY.length;
-  } else if (startsWith(buf, off, POST_PLAINTEXT)) {
-    route = 'plaintext';
-    p = off + POST_PLAINTEXT.length;
-  } else if (startsWith(buf, off, POST_ROOT)) {
-    route = 'jsonrpc';
-    p = off + POST_ROOT.length;
-  } else return OTHER;
-  if (buf[p] !== 0x3f /* ? */ && buf[p] !== SP) return OTHER;
+  if (!startsWith(buf, off, POST_ROOT)) return OTHER;
   const targetStart = off + 5;
+  let p = targetStart;
+  let pathEnd = -1;
   while (p < headEnd && buf[p] !== SP) {
     const c = buf[p]!;
     if (c <= SP || c >= 0x7f) return OTHER;
+    if (c === 0x3f /* ? */ && pathEnd < 0) pathEnd = p;
     p++;
   }
+  const route = fastRoute(buf, targetStart, pathEnd < 0 ? p : pathEnd);
+  if (route === null) return OTHER;
   const target = buf.toString('latin1', targetStart, p);
   if (!startsWith(buf, p, HTTP11_CRLF)) return OTHER;
   p += HTTP11_CRLF.length;
@@ -158,7 +160,7 @@ export function parseHead(buf: Buffer, off: number, maxBody: BodyLimits): Head {
  * say "something else" go to node:http at once instead of waiting for a whole head.
  */
 function fastPrefixPossible(buf: Buffer, off: number): boolean {
-  // The three routes share "POST /"; a wrong path after it is refused once the head is whole.
+  // Every POST path starts with '/'; a wrong path after it is refused once the head is whole.
   const m = Math.min(buf.length - off, POST_ROOT.length);
   for (let i = 0; i < m; i++) if (buf[off + i] !== POST_ROOT[i]) return false;
   return true;

@@ -7,7 +7,7 @@ import { V1_PREFIX } from '../../proto/txn/v1';
 import { submitLimits, type SubmitLimits } from './limits';
 import { TXN_REASONS } from '../../proto/txn/reasons';
 import { normalizeApiKey } from './api-key';
-import type { ForwardReport, Forwarder } from './forwarder';
+import type { Forwarder } from './forwarder';
 import { SubmitMetrics, type Transport } from './metrics';
 import type { Preflight, PreflightOptions } from './preflight';
 import { RateLimiter } from './rate-limit';
@@ -23,8 +23,8 @@ import type { TraceStore } from './trace-store';
 // rejection table. The stages, in order:
 //
 //   API key (UUID, looked up per request) → rate limit (rental TPS; a repeat of charged, rejected bytes is not
-//   charged again) → size (≤ 1,232; v1 ≤ v1MaxBytes except on UDP) → parse (legacy / v0 / v1, the ingest
-//   decoder) → signature count = header's required signatures → every signature verifies (ed25519, over the
+//   charged again) → size (≤ 1,232; v1 ≤ v1MaxBytes except on UDP) → parse (legacy / v0 / v1, proto/txn's
+//   decoder, the one ingest uses) → signature count = header's required signatures → every signature verifies (ed25519, over the
 //   message: after the signatures for legacy/v0, before them for v1) → tip rule (top-level instructions) →
 //   preflight (when asked) →
 //   signature cache (suppress only once delivered) → forward (dispatch only) → answer.
@@ -217,28 +217,14 @@ export class SubmitPipeline {
       const t = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: false });
       return { ok: true, signature, forwarded: false, signatureText: t.signature };
     }
-    // A route at its cap reports `skipped` synchronously, before the trace exists (and it must not exist if no
-    // route took the transaction): those reports wait here; answers from routes always come later.
-    let report: ForwardReport | null = null;
-    let early = null as Array<Parameters<ForwardReport>> | null; // (assigned in the closure: keep TS from narrowing)
-    const onReport: ForwardReport | undefined =
-      traces === undefined
-        ? undefined
-        : (route, o) => {
-            if (report !== null) report(route, o);
-            else (early ??= []).push([route, o]);
-          };
-    if (!this.opts.forwarder.forward(v.tx, onReport)) {
+    // The trace opens when the first route takes the transaction, before any route reports (forwarder.ts);
+    // if none takes it, it was not accepted and has no trace.
+    const opening = traces?.opening(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: true });
+    if (!this.opts.forwarder.forward(v.tx, opening)) {
       const r: Rejected = { ok: false, reason: 'forward_failed' };
       return this.finish(transport, rental, r);
     }
-    let signatureText: string | undefined;
-    if (traces !== undefined) {
-      const t = traces.accept(key, signature, { transport, rental: rental.id, apiKey: v.apiKey, blockhash: v.blockhash, forwarded: true });
-      if (early !== null) for (const [route, o] of early) t.report(route, o);
-      report = t.report;
-      signatureText = t.signature;
-    }
+    const signatureText = opening?.signature;
     this.cache.noteForwarded(key);
     this.metrics.count(transport, 'accepted');
     this.emit(transport, rental, 'ok');

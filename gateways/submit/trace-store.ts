@@ -2,7 +2,7 @@ import type { Commitment, TraceEvent } from '../../bus/topics/submit-traces';
 import { encodeBase58 } from './base58';
 import type { KeySummaries } from './key-summary';
 import type { SubmitMetrics } from './metrics';
-import type { ForwardReport } from './forwarder';
+import type { ForwardOpening, ForwardReport } from './forwarder';
 import { commitmentAtLeast, Trace } from './trace';
 import type { TraceMetrics } from './trace-metrics';
 
@@ -92,6 +92,11 @@ export class TraceStore {
     return { signature: tr.signature, report };
   }
 
+  /** The trace a forward opens once a route has taken the transaction (the forwarder calls open()). */
+  opening(sigKey: string, signature: Uint8Array, info: AcceptInfo): TraceOpening {
+    return new TraceOpening(this, sigKey, signature, info);
+  }
+
   /** The signature appeared on stream.transactions (`at` = when ingest saw the shreds). */
   seen(sigKey: string, slot: number, at: number): void {
     const trace = this.traces.get(sigKey);
@@ -163,3 +168,22 @@ export class TraceStore {
   }
 }
 
+
+/** An accepted transaction's trace, opened by the forward (forwarder.ts) before any route reports. */
+class TraceOpening implements ForwardOpening {
+  /** base58 of the signature, once opened. */
+  signature: string | undefined;
+
+  constructor(
+    private readonly store: TraceStore,
+    private readonly sigKey: string,
+    private readonly sig: Uint8Array,
+    private readonly info: AcceptInfo,
+  ) {}
+
+  open(): ForwardReport {
+    const t = this.store.accept(this.sigKey, this.sig, this.info);
+    this.signature = t.signature;
+    return t.report;
+  }
+}

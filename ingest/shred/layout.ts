@@ -120,10 +120,6 @@ export const LAYOUT_DATA_RESIGNED = layout(TYPE_DATA_RESIGNED | PROOF_DEPTH, tru
 export const LAYOUT_CODE_CHAINED = layout(TYPE_CODE_CHAINED | PROOF_DEPTH, false, false);
 export const LAYOUT_CODE_RESIGNED = layout(TYPE_CODE_RESIGNED | PROOF_DEPTH, false, true);
 
-/** Shard size of a set: 987 B, or 923 B in resigned sets. */
-export const SHARD_SZ_CHAINED = LAYOUT_DATA_CHAINED.shardSz;
-export const SHARD_SZ_RESIGNED = LAYOUT_DATA_RESIGNED.shardSz;
-
 export function layoutFor(isData: boolean, resigned: boolean): VariantLayout {
   if (isData) return resigned ? LAYOUT_DATA_RESIGNED : LAYOUT_DATA_CHAINED;
   return resigned ? LAYOUT_CODE_RESIGNED : LAYOUT_CODE_CHAINED;

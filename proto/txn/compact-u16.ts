@@ -7,8 +7,6 @@
 //   ..0x3fff   0b1xxxxxxx 0b0xxxxxxx
 //   ..0xffff   0b1xxxxxxx 0b1xxxxxxx 0b000000xx
 
-export const COMPACT_U16_MAX_SZ = 3;
-
 /** Sentinel of decodeCompactU16: past `end` (caller decides whether that means truncated or oversize). */
 export const CU16_SHORT = -1;
 /** Sentinel of decodeCompactU16: overlong, non-minimal or above 0xffff. */

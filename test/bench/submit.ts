@@ -12,7 +12,7 @@ import { encodeTraceEvent, type TraceEvent } from '../../bus/topics/submit-trace
 import { UsageProducer } from '../../bus/usage-producer';
 import { uuidToRaw } from '../../gateways/submit/api-key';
 import { parseSubmitConfig } from '../../gateways/submit/config';
-import type { ForwardReport, Forwarder } from '../../gateways/submit/forwarder';
+import type { ForwardOpening, Forwarder } from '../../gateways/submit/forwarder';
 import { SubmitMetrics } from '../../gateways/submit/metrics';
 import { SubmitPipeline } from '../../gateways/submit/pipeline';
 import { startSubmit } from '../../gateways/submit/service';
@@ -50,9 +50,9 @@ const API_KEY = '5d0c0b7e-3f7e-4b1a-9d2c-6a1b2c3d4e5f';
 class SinkForwarder implements Forwarder {
   n = 0;
   /** Reports each dispatch as a route's success at once, so traces record a forward step as with a real route. */
-  forward(_tx: Buffer, report?: ForwardReport): boolean {
+  forward(_tx: Buffer, opening?: ForwardOpening): boolean {
     this.n++;
-    report?.('sink', { ok: true, ms: 0 });
+    opening?.open()('sink', { ok: true, ms: 0 });
     return true;
   }
   async close(): Promise<void> {}

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
-import { parseConfig } from '../../infra/config';
 import { randomKeypair } from '../../infra/base/keypair';
-import { launch, type Running } from '../../infra/launcher';
+import type { Running } from '../../infra/launcher';
 import { metrics } from '../../infra/base/metrics';
 import { balance, chainClient, latestBlockhash, sendTx, transfer, waitConfirmed } from '../support/chain';
 import { kafkaBrokers } from '../support/kafka';
@@ -10,6 +9,7 @@ import { quietLog } from '../support/log-capture';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
 import { sendSlotShreds } from './support';
+import { launchOneMachine } from '../support/one-machine';
 
 // The whole loop on one machine: a transfer sent to the local chain is executed, lands in its block, is shredded
 // to ingest (leader-signature check on, schedule from the chain's RPC), published on the bus, and delivered to a
@@ -35,16 +35,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
 
     it('delivers the executed transfer to a subscriber filtering on its sender, and drops an impostor leader\'s slot', async () => {
       const { log, lines } = quietLog();
-      const bus = busKind === 'kafka' ? { kind: 'kafka', brokers: await kafkaBrokers() } : { kind: 'embedded' };
-      const cfg = parseConfig({
-        bus,
-        metrics: { enabled: false },
-        admin: { enabled: false },
-        localchain: { enabled: true, listen: '127.0.0.1:0' },
-        ingest: { listen: '127.0.0.1:0' },
-        fanout: { listen: '127.0.0.1:0' },
-      });
-      running = await launch(cfg, log);
+      running = await launchOneMachine({ bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded', log });
       const e = running.endpoints;
       assert.match(e.chain?.http ?? '', /^http:\/\/127\.0\.0\.1:\d+/);
       assert.match(e.chain?.ws ?? '', /^ws:\/\/127\.0\.0\.1:\d+/);

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
-import { parseConfig } from '../../infra/config';
 import { randomKeypair, sign, type Keypair } from '../../infra/base/keypair';
-import { launch, type Running } from '../../infra/launcher';
+import type { Running } from '../../infra/launcher';
 import { encodeV1Message, encodeV1Transaction } from '../../proto/txn/v1';
 import { balance, chainClient, latestBlockhash, sendTx, transfer, waitConfirmed } from '../support/chain';
 import { quietLog } from '../support/log-capture';
 import { StreamClient } from '../support/stream-client';
+import { launchOneMachine } from '../support/one-machine';
 
 // The local chain's litesvm (1.4.1 in the lock; 1.5.0 too, checked on both) executes v1 transactions
 // (checked here, not assumed): a v1 transfer sent to the chain's sendTransaction executes, lands in its block, is
@@ -41,15 +41,7 @@ describe('local chain: a v1 transaction runs the whole loop (sendTransaction →
 
   it('executes a v1 transfer, lists it in its block and streams it as v1', async () => {
     const { log } = quietLog();
-    const cfg = parseConfig({
-      bus: { kind: 'embedded' },
-      metrics: { enabled: false },
-      admin: { enabled: false },
-      localchain: { enabled: true, listen: '127.0.0.1:0' },
-      ingest: { listen: '127.0.0.1:0' },
-      fanout: { listen: '127.0.0.1:0' },
-    });
-    running = await launch(cfg, log);
+    running = await launchOneMachine({ bus: 'embedded', log });
     const e = running.endpoints;
     const { call, payer } = chainClient(e);
     const sender = randomKeypair();

@@ -4,12 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import bs58 from 'bs58';
 import { randomKeypair } from '../../infra/base/keypair';
-import { parseConfig } from '../../infra/config';
-import { launch, type Running } from '../../infra/launcher';
+import type { Running } from '../../infra/launcher';
 import { jsonRpc } from '../../infra/base/json-rpc';
 import { quietLog } from '../support/log-capture';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
+import { launchOneMachine } from '../support/one-machine';
 
 // The whole loop with lookup tables: the demo traffic makes a real table on the local chain and sends v0
 // transfers naming their recipient only through it; they are shredded to ingest, published, and a v1 subscriber
@@ -33,20 +33,14 @@ for (const carrier of ['chain', 'submit'] as const) describe(`one machine (demo 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lut-loop-'));
     const rentalsFile = path.join(dir, 'rentals.json');
     fs.writeFileSync(rentalsFile, JSON.stringify([{ id: 'local', ips: ['127.0.0.1'], apiKeys: ['0b6f3d1e-2a4c-4e5f-8a9b-0c1d2e3f4a5b'], tps: 1000 }]));
-    const submit = carrier === 'submit'
+    const submit: Record<string, Record<string, unknown>> = carrier === 'submit'
       ? { rentals: { file: rentalsFile }, gateways: { submit: { enabled: true, listen: '127.0.0.1:0', udp: { listen: '127.0.0.1:0' }, quic: { enabled: false }, tips: { accounts: [randomTip()], minLamports: 1_000_000 } } } }
       : {};
-    const cfg = parseConfig({
-      ...submit,
-      bus: { kind: 'embedded' },
-      metrics: { enabled: false },
-      admin: { enabled: false },
-      localchain: { enabled: true, listen: '127.0.0.1:0' },
-      ingest: { listen: '127.0.0.1:0' },
-      fanout: { listen: '127.0.0.1:0', lookupTables: { matchV1: true } },
-      demo: { enabled: true, txPerSec: 20, accounts: 2, lookupTable: true },
+    running = await launchOneMachine({
+      bus: 'embedded',
+      log,
+      config: { ...submit, fanout: { lookupTables: { matchV1: true } }, demo: { enabled: true, txPerSec: 20, accounts: 2, lookupTable: true } },
     });
-    running = await launch(cfg, log);
     const e = running.endpoints;
     assert.ok(lines.some((l) => l.includes('lookup-table cache on')), 'the launcher gave the fanout the local chain');
     const watched = e.demo!.accounts![0]!;

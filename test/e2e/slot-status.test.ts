@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { SlotStatus, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
 import { decodeCursor, encodeCursor, TopicTag } from '../../fanout/v2/cursor';
-import { parseConfig } from '../../infra/config';
-import { launch, type Running } from '../../infra/launcher';
+import type { Running } from '../../infra/launcher';
 import { V2Client } from '../fanout/v2/client';
 import { kafkaBrokers } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
 import { waitFor } from '../support/wait';
+import { launchOneMachine } from '../support/one-machine';
 
 // The local chain end to end, with demo traffic: its leader shreds every slot to ingest (leader-signature check on), ingest derives
 // first shred / completed / decoded from the shreds and takes processed / confirmed / finalized from the chain's
@@ -63,18 +63,12 @@ for (const busKind of ['embedded', 'kafka'] as const) {
 
     it('a v2 client with slots on gets first shred, completed, decoded, processed, confirmed and finalized, once each and in order; a resume from a cursor (with or without its status part) continues exactly', async () => {
       const { log } = quietLog();
-      const bus = busKind === 'kafka' ? { kind: 'kafka', brokers: await kafkaBrokers() } : { kind: 'embedded' };
-      const cfg = parseConfig({
-        bus,
-        metrics: { enabled: false },
-        admin: { enabled: false },
-        localchain: { enabled: true, listen: '127.0.0.1:0', slotMs: 400 },
-        ingest: { listen: '127.0.0.1:0' },
-        fanout: { listen: '127.0.0.1:0' },
+      running = await launchOneMachine({
+        bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded',
+        log,
         // Demo transfers: slots of several entry batches (flushed mid-slot), not only the final tick batch.
-        demo: { enabled: true, txPerSec: 50 },
+        config: { localchain: { slotMs: 400 }, demo: { enabled: true, txPerSec: 50 } },
       });
-      running = await launch(cfg, log);
       const stream = running.endpoints.stream!;
 
       const a = new V2Client(stream);

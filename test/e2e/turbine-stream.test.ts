@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import bs58 from 'bs58';
 import { KafkaBus } from '../../bus/kafka';
 import { TOPIC } from '../../bus/topics';
-import { parseConfig } from '../../infra/config';
 import { createLogger } from '../../infra/base/log';
-import { launch, type Running } from '../../infra/launcher';
+import type { Running } from '../../infra/launcher';
 import { metrics } from '../../infra/base/metrics';
 import { StreamClient, type PlainTransaction } from '../support/stream-client';
 import { kafkaBrokers } from '../support/kafka';
@@ -12,6 +11,7 @@ import { waitFor } from '../support/wait';
 import { b58, makeTx, txRecord } from '../fanout/support';
 import { TURBINE, goldenTxs, loadGolden, type GoldenTx } from '../ingest/support/golden';
 import { runCli } from './support';
+import { launchOneMachine } from '../support/one-machine';
 
 // End to end on a real Kafka broker: the real turbine capture, replayed as UDP by the CLI into ingest (leader
 // check on, cluster shred version), reaches gRPC subscribers through Kafka and the fanout.
@@ -54,13 +54,12 @@ describe('end to end on Kafka: turbine capture → ingest → Kafka → fanout �
     assert.equal(all.length, 63);
     assert.equal(touching.length, 1);
     const brokers = await kafkaBrokers();
-    const cfg = parseConfig({
-      bus: { kind: 'kafka', brokers },
-      metrics: { enabled: false },
-      ingest: { listen: '127.0.0.1:0', shredVersion: TURBINE.shredVersion, leader: { mode: 'fixed', key: TURBINE.leader } },
-      fanout: { listen: '127.0.0.1:0' },
+    running = await launchOneMachine({
+      bus: brokers,
+      log: createLogger({ level: 'warn' }),
+      localchain: false,
+      config: { ingest: { shredVersion: TURBINE.shredVersion, leader: { mode: 'fixed', key: TURBINE.leader } } },
     });
-    running = await launch(cfg, createLogger({ level: 'warn' }));
     const stream = running.endpoints.stream!;
     const ingest = running.endpoints.ingest!.replace('udp://', '');
 

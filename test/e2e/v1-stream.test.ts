@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
-import { parseConfig } from '../../infra/config';
 import { createLogger } from '../../infra/base/log';
 import { randomKeypair } from '../../infra/base/keypair';
-import { launch, type Running } from '../../infra/launcher';
+import type { Running } from '../../infra/launcher';
 import { decodeTransaction } from '../../proto/txn/decode';
 import { StreamClient } from '../support/stream-client';
 import { kafkaBrokers } from '../support/kafka';
 import { v1Vectors } from '../support/v1-vectors';
 import { sendSlotBatch } from './support';
+import { launchOneMachine } from '../support/one-machine';
 
 // End to end on a real Kafka broker: an entry batch the published crates serialized (legacy, v0, v1, legacy, v0:
 // the third is v1) is shredded, signed by the configured leader and sent as UDP to ingest; a gRPC subscriber
@@ -38,13 +38,12 @@ describe('end to end on Kafka: a mixed entry batch with a v1 transaction → ing
 
     const leader = randomKeypair();
     const shredVersion = 4242;
-    const cfg = parseConfig({
-      bus: { kind: 'kafka', brokers: await kafkaBrokers() },
-      metrics: { enabled: false },
-      ingest: { listen: '127.0.0.1:0', shredVersion, leader: { mode: 'fixed', key: b58(leader.publicKey) } },
-      fanout: { listen: '127.0.0.1:0' },
+    running = await launchOneMachine({
+      bus: await kafkaBrokers(),
+      log: createLogger({ level: 'warn' }),
+      localchain: false,
+      config: { ingest: { shredVersion, leader: { mode: 'fixed', key: b58(leader.publicKey) } } },
     });
-    running = await launch(cfg, createLogger({ level: 'warn' }));
     const all = StreamClient.open(running.endpoints.stream!, { service: 'ARPCService' });
     const one = StreamClient.open(running.endpoints.stream!, { service: 'ARPCService' });
     clients.push(all, one);

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import bs58 from 'bs58';
-import { parseConfig } from '../../infra/config';
 import { randomKeypair } from '../../infra/base/keypair';
-import { launch, type Running } from '../../infra/launcher';
+import type { Running } from '../../infra/launcher';
 import { chainClient, latestBlockhash, sendTx, transfer, waitConfirmed } from '../support/chain';
 import { kafkaBrokers } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
 import { seqsContiguous, V2Client } from '../fanout/v2/client';
+import { launchOneMachine } from '../support/one-machine';
 
 // The whole loop for stream v2's entries and RAW bytes: a transfer sent to the local chain is executed, shredded to
 // ingest, published on stream.transactions and stream.entries, and a v2 client gets its Entry, its RAW bytes (equal
@@ -26,16 +26,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
 
     it("the transfer's Entry, RAW bytes equal to getTransaction base64, and its DECODED form", async () => {
       const { log } = quietLog();
-      const bus = busKind === 'kafka' ? { kind: 'kafka', brokers: await kafkaBrokers() } : { kind: 'embedded' };
-      const cfg = parseConfig({
-        bus,
-        metrics: { enabled: false },
-        admin: { enabled: false },
-        localchain: { enabled: true, listen: '127.0.0.1:0' },
-        ingest: { listen: '127.0.0.1:0' },
-        fanout: { listen: '127.0.0.1:0' },
-      });
-      running = await launch(cfg, log);
+      running = await launchOneMachine({ bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded', log });
       const e = running.endpoints;
       const { call, payer } = chainClient(e);
       const recipient = randomKeypair();

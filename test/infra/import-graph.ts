@@ -195,22 +195,6 @@ export function circles(graph: Graph): string[][] {
   return out;
 }
 
-/** The unit-level picture: which unit imports which (for the README and for failure messages). */
-export function unitEdges(graph: Graph): Map<Unit, Set<Unit>> {
-  const out = new Map<Unit, Set<Unit>>();
-  for (const [from, tos] of graph) {
-    const fu = unitOf(from) ?? from;
-    for (const to of tos) {
-      const tu = unitOf(to) ?? to;
-      if (tu === fu) continue;
-      let s = out.get(fu);
-      if (s === undefined) out.set(fu, (s = new Set()));
-      s.add(tu);
-    }
-  }
-  return out;
-}
-
 const SKIP_DIRS = new Set(['node_modules', 'dist', '.git', '.cache', 'fixtures', 'scripts', 'target', 'gen']);
 /** TypeScript sources, not declarations (generated code under proto/gen is reached through its .d.ts). */
 const TS_SOURCE = /(?<!\.d)\.ts$/;

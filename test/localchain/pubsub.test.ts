@@ -40,11 +40,17 @@ describe('local chain: PubSub WebSocket', function () {
     for (let i = 1; i < n.length; i++) assert.equal(n[i].slot, n[i - 1].slot + 1);
     assert.equal(n[0].parent, n[0].slot - 1);
     assert.equal(n[0].root, n[0].parent);
+    // The fence: a second subscription on the same socket. Every slot is notified to each subscriber in turn,
+    // so once it has seen two slots past the unsubscribe, the first would have had them too.
+    const fence = await ws.call('slotSubscribe');
     const un = await ws.call('slotUnsubscribe', [sub.result]);
     assert.equal(un.result, true);
     const count = ws.notifications('slotNotification', sub.result).length;
-    await new Promise((r) => setTimeout(r, 300));
+    const last = (): number => ws.notifications('slotNotification', fence.result).at(-1)?.params.result.slot ?? -1;
+    const after = last();
+    await waitFor(() => last() >= after + 2, 10_000, 'two more slots on the other subscription');
     assert.equal(ws.notifications('slotNotification', sub.result).length, count);
+    assert.equal((await ws.call('slotUnsubscribe', [fence.result])).result, true);
     const again = await ws.call('slotUnsubscribe', [sub.result]);
     assert.equal(again.error.code, -32602);
     assert.equal(again.error.message, 'Invalid subscription id.');

@@ -32,7 +32,7 @@ describe('submit on Kafka: delivery feed and usage events', function () {
       { name: tracesTopic, partitions: 1, compacted: false },
     ]);
     up = await startUpstream();
-    h = await startHarness({ upstreams: [up.url], bus, usageTopic, config: { topics: { transactions: txTopic, slots: slotsTopic, traces: tracesTopic } } });
+    h = await startHarness({ upstreams: [up.url], bus, usageTopic, config: { topics: { transactions: txTopic, slots: slotsTopic, traces: tracesTopic }, forward: { connectionsPerTarget: 1 } } });
   });
   after(async () => {
     await h?.close();
@@ -51,8 +51,12 @@ describe('submit on Kafka: delivery feed and usage events', function () {
     await waitFor(() => h.service.pipeline.metrics.deliveredMarks.value === 1, 30_000, 'the delivery mark');
     const again = await post(h, '/binary', tx);
     assert.deepEqual([again.status, again.text], [200, sig]);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.equal(up.sends.length, 2, 'suppressed after delivery');
+    // The fence: a later transaction, forwarded on the same (single) connection to the upstream, arrives after
+    // anything the resend would have sent.
+    const marker = legacyTx();
+    assert.equal((await post(h, '/binary', marker)).status, 200);
+    await waitFor(() => up.sends.some((s) => s.tx.equals(marker)), 10_000, 'the later transaction at the upstream');
+    assert.deepEqual(up.sends.map((s) => bs58.encode(s.tx.subarray(1, 65))), [sig, sig, bs58.encode(marker.subarray(1, 65))], 'suppressed after delivery');
 
     await h.usage.flush();
     const events: UsageEvent[] = [];
@@ -63,9 +67,10 @@ describe('submit on Kafka: delivery feed and usage events', function () {
       }
     } });
     try {
-      await waitFor(() => events.length >= 3, 30_000, 'usage events');
-      assert.equal(events.length, 3);
-      assert.deepEqual(events.map((e) => `${e.surface}/${e.method}/${e.outcome}/${e.rental}`), Array(3).fill(`submit/binary/ok/${h.rental.id}`));
+      // Three submissions of tx (two forwarded, one suppressed) and the later one: each an `ok`.
+      await waitFor(() => events.length >= 4, 30_000, 'usage events');
+      assert.equal(events.length, 4);
+      assert.deepEqual(events.map((e) => `${e.surface}/${e.method}/${e.outcome}/${e.rental}`), Array(4).fill(`submit/binary/ok/${h.rental.id}`));
     } finally {
       await c.close();
     }

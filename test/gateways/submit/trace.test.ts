@@ -6,8 +6,15 @@ import { SubmitMetrics } from '../../../gateways/submit/metrics';
 import { TraceMetrics } from '../../../gateways/submit/trace-metrics';
 import { TraceStore } from '../../../gateways/submit/trace-store';
 import { Registry } from '../../../infra/base/metrics';
+import { RouteForwarder } from '../../../gateways/submit/forwarder';
+import { SubmitPipeline } from '../../../gateways/submit/pipeline';
+import type { Route, RouteOutcome } from '../../../gateways/submit/route';
+import { tipRule } from '../../../gateways/submit/tip';
+import { quietLog } from '../../support/log-capture';
+import { legacyTx, MIN_TIP, registry, rental, TIP_ACCOUNTS } from './support';
 
-// The trace model and its store without I/O: transitions, events, bounds, summaries, metrics.
+// The trace model and its store without I/O: transitions, events, bounds, summaries, metrics; and how the
+// pipeline's forward opens a trace (routes held by the test).
 
 function setup(o: { holdMs?: number; maxTraces?: number } = {}) {
   let now = 1_700_000_000_000;
@@ -117,5 +124,61 @@ describe('submit traces (model and store)', () => {
     for (const bad of ['x', '[]', '{}', JSON.stringify({ id: 'a', time: 'no', signature: 's', rental: 'r', step: 'seen', sinceAcceptedMs: 0 }), JSON.stringify({ id: 'a', time: new Date().toISOString(), signature: 's', rental: 'r', step: 'other', sinceAcceptedMs: 0 })]) {
       assert.equal(decodeTraceEvent(Buffer.from(bad)).ok, false, bad);
     }
+  });
+});
+
+describe('submit traces: the forward opens the trace', () => {
+  /** A route that is at its cap (`full`) or holds each attempt until the test answers it. */
+  class HeldRoute implements Route {
+    full = false;
+    readonly held: Array<(o: RouteOutcome) => void> = [];
+    constructor(readonly name: string) {}
+    send(): Promise<RouteOutcome> | null {
+      if (this.full) return null;
+      return new Promise((r) => this.held.push(r));
+    }
+    async close(): Promise<void> {}
+  }
+
+  function traced(routes: HeldRoute[]) {
+    const s = setup();
+    const r = rental();
+    const metrics = s.submitMetrics;
+    const pipeline = new SubmitPipeline({
+      rentals: registry(r),
+      forwarder: new RouteForwarder({ routes, log: quietLog().log, metrics }),
+      tips: tipRule(TIP_ACCOUNTS.map((k) => k.toBase58()), MIN_TIP),
+      metrics,
+      traces: s.store,
+    });
+    const steps = (): string[] => s.events.map((e) => `${e.step}${e.route === undefined ? '' : `/${e.route}/${e.outcome}`}`);
+    return { ...s, steps, send: (tx: Buffer) => pipeline.submitNow({ apiKey: r.apiKeys[0]!, bytes: tx, transport: 'binary' }) };
+  }
+
+  it('routes skipped before and after the first that takes the transaction are reported after `accepted`, outcomes later', async () => {
+    const routes = [new HeldRoute('rpc-0'), new HeldRoute('rpc-1'), new HeldRoute('rpc-2')];
+    routes[0]!.full = true;
+    routes[2]!.full = true;
+    const t = traced(routes);
+    const tx = legacyTx();
+    const o = t.send(tx);
+    assert.ok(o.ok);
+    assert.equal(o.signatureText, bs58.encode(tx.subarray(1, 65)), 'the answer carries the trace’s signature text');
+    assert.deepEqual(t.steps(), ['accepted', 'forward/rpc-0/skipped', 'forward/rpc-2/skipped']);
+    routes[1]!.held[0]!({ ok: true, ms: 3 });
+    await new Promise<void>((r) => setImmediate(r));
+    assert.deepEqual(t.steps(), ['accepted', 'forward/rpc-0/skipped', 'forward/rpc-2/skipped', 'forward/rpc-1/ok']);
+    assert.deepEqual(t.events.map((e) => e.id.split(':')[1]), ['0', '1', '2', '3']);
+    assert.equal(t.store.get(tx.subarray(1, 65).toString('latin1'))?.forwards.length, 3);
+  });
+
+  it('no route taking the transaction: forward_failed, and no trace and no event', () => {
+    const routes = [new HeldRoute('rpc-0'), new HeldRoute('rpc-1')];
+    for (const r of routes) r.full = true;
+    const t = traced(routes);
+    const o = t.send(legacyTx());
+    assert.equal(o.ok ? 'accepted' : o.reason, 'forward_failed');
+    assert.equal(t.store.size, 0);
+    assert.deepEqual(t.steps(), []);
   });
 });

@@ -280,6 +280,9 @@ describe('submit traces on the local chain and Kafka', function () {
     assert.match(text, /meridian_submit_route_errors_total\{route="rpc-1"\} [1-9]/);
     assert.match(text, /meridian_submit_route_landed_total\{route="rpc-1"\} 0/);
     assert.match(text, /meridian_submit_trace_seen_ms_count [1-9]/);
+    // The lines a URL would leak into must be there: the failing route's warning (rpc-1 fails on every transaction).
+    const failure = lines.find((l) => l.includes('forward to upstream failed'));
+    assert.ok(failure !== undefined && failure.includes('"route":"rpc-1"'), `the failing route is in the log (${lines.length} lines)`);
     assert.ok(!lines.some((l) => l.includes(chain.httpUrl) || l.includes(`:${deadPort}`) || l.includes(key)), 'no URL or key in the logs');
   });
 });
