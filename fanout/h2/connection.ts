@@ -32,6 +32,7 @@ import { checkRequestHeaders, checkTrailers } from './request-headers';
 import { scheduleFlush, type Flushable } from './flush';
 import { H2Stream, StreamState, type StreamOwner } from './stream';
 import { Budget } from './budget';
+import { readIntoShared } from './read-buffer';
 
 // One HTTP/2 connection of the fanout's own server (RFC 9113), as much of the protocol as a gRPC server of
 // long-lived streams needs and no more: no push, no priorities, no dynamic table on the sending side.
@@ -272,7 +273,11 @@ export class H2Connection implements Flushable, StreamOwner {
     this.resets = new Budget(limits.resetBurst, limits.resetRate, now);
     this.glitches = new Budget(limits.glitchBurst, limits.glitchRate, now);
     socket.setNoDelay(true);
-    socket.on('data', (b: Buffer) => this.onBytes(b));
+    // Reads land in the buffer all connections share (read-buffer.ts); 'data' stays for where that is not
+    // available, and for tests that feed a connection through it.
+    const onBytes = (b: Buffer): void => this.onBytes(b);
+    readIntoShared(socket, onBytes);
+    socket.on('data', onBytes);
     socket.on('drain', () => {
       if (this.ready.length > 0) this.markDirty();
     });

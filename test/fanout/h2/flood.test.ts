@@ -79,7 +79,14 @@ async function startServer(): Promise<Server> {
   const server = net.createServer((socket) => {
     const c = new H2Connection(socket, handler, L, Date.now());
     conns.push(c);
-    socket.on('data', sample); // after the connection's own listener: what the read left held
+    // What each read left held, before the turn's flush sends the answers: reads reach the connection through
+    // the shared read buffer (fanout/h2/read-buffer.ts), not 'data' events, so its read method is wrapped.
+    const inner = c as unknown as { onBytes(b: Buffer): void };
+    const read = inner.onBytes.bind(c);
+    inner.onBytes = (b) => {
+      read(b);
+      sample();
+    };
   });
   const timer = setInterval(sample, 1);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
