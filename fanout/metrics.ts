@@ -42,6 +42,7 @@ const disconnects = new Map<EndReason, Counter>();
 const slowConsumers = new Map<string, Counter>();
 const refusals = new Map<string, Counter>();
 const connectionErrors = new Map<string, Counter>();
+const floodCloses = new Map<string, Counter>();
 
 function labelled(m: Map<string, Counter>, name: string, help: string, label: string, value: string): Counter {
   let c = m.get(value);
@@ -78,6 +79,14 @@ export const fanoutMetrics = {
   /** Connections the own HTTP/2 server ended with a GOAWAY error, by HTTP/2 error code. */
   connectionError(code: string): Counter {
     return labelled(connectionErrors, 'meridian_fanout_connection_errors_total', 'Stream connections ended for a protocol error or abuse (HTTP/2 GOAWAY code)', 'code', code);
+  },
+  /**
+   * Connections the own HTTP/2 server ended over a per-connection budget (fanout/h2/budget.ts), by what spent most
+   * of it: client_reset, refused, stream_error, no_response (the reset budget: rapid reset and its variants);
+   * empty_data, window_update, priority, settings, ping, unknown_frame, ignored_frame (frames that do nothing).
+   */
+  floodClose(reason: string): Counter {
+    return labelled(floodCloses, 'meridian_fanout_h2_flood_closes_total', 'Stream connections ended with ENHANCE_YOUR_CALM over a per-connection budget, by what spent most of it', 'reason', reason);
   },
   filterUpdateMs: metrics.histogram('meridian_fanout_filter_update_ms', 'Server time to apply one filter-update message (decode, compile, index), ms', [0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 250]),
   filterUpdateKeys: metrics.counter('meridian_fanout_filter_update_keys_total', 'Keys carried by accepted filter-update messages'),

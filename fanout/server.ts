@@ -99,7 +99,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
   const maxMessage = maxRequestBytes(cfg);
   const server =
     cfg.transport === 'h2'
-      ? await startH2Transport(cfg, STREAM_SERVICE_NAMES.map(subscribePath), maxMessage, onCall, onV2Call)
+      ? await startH2Transport(cfg, STREAM_SERVICE_NAMES.map(subscribePath), maxMessage, onCall, onV2Call, log)
       : await startGrpcJsTransport(cfg, `${hostForUrl(cfg.host)}:${cfg.port}`, maxMessage, onCall, onV2Call);
   const port = server.port;
 

@@ -31,6 +31,8 @@ import { encodeHeaderBlock, HpackDecoder, type HeaderField } from './hpack';
 import { checkRequestHeaders, checkTrailers } from './request-headers';
 import { scheduleFlush, type Flushable } from './flush';
 import { H2Stream, StreamState, type StreamOwner } from './stream';
+import { Budget } from './budget';
+import { readIntoShared } from './read-buffer';
 
 // One HTTP/2 connection of the fanout's own server (RFC 9113), as much of the protocol as a gRPC server of
 // long-lived streams needs and no more: no push, no priorities, no dynamic table on the sending side.
@@ -57,6 +59,13 @@ import { H2Stream, StreamState, type StreamOwner } from './stream';
 // Sending: streams queue references to response buffers; once per turn (flush.ts) everything sendable — control
 // frames first, then each scheduled stream's data within its window, the connection window and the socket's
 // backlog bound, then trailers of streams whose data is all out — is copied into one buffer and written once.
+//
+// Budgets (budget.ts), per connection, as nghttp2 has them: streams that end without their response (the peer's
+// RST_STREAM, streams we refuse or reset for the peer's errors: rapid reset, CVE-2023-44487, and its variants)
+// spend the reset budget; frames that make us work without moving anything forward (empty DATA, PRIORITY,
+// WINDOW_UPDATE that returns no window we used, SETTINGS and PING past the first few, unknown frames, frames on
+// streams we closed) spend the glitch budget. Either one exhausted ends the connection with GOAWAY
+// ENHANCE_YOUR_CALM, naming what spent most of it (`Flood`).
 //
 // Bounds (heldBytes() sums what they bound): a peer that does not read stops getting data at maxOutboundBytes of
 // unsent socket bytes (its streams push back to their subscriber queues); one that keeps asking for control
@@ -86,7 +95,20 @@ export interface ConnectionLimits {
   headerBlockTimeoutMs: number;
   /** Our SETTINGS must be acknowledged within this (ms), else SETTINGS_TIMEOUT (RFC 9113 §6.5.3). */
   settingsAckTimeoutMs: number;
+  /** Streams ended without their response (reset by the peer, refused or reset by us): tokens at most / refilled per second. */
+  resetBurst: number;
+  resetRate: number;
+  /** Frames that cost work without progress: tokens at most / refilled per second. */
+  glitchBurst: number;
+  glitchRate: number;
 }
+
+/** What spent a connection's reset budget. */
+export type ResetKind = 'client_reset' | 'refused' | 'stream_error' | 'no_response';
+/** What spent a connection's glitch budget. */
+export type GlitchKind = 'empty_data' | 'window_update' | 'priority' | 'settings' | 'ping' | 'unknown_frame' | 'ignored_frame';
+/** Why a connection was closed over a budget: the kind that spent most of it (a metric label, a log field). */
+export type Flood = ResetKind | GlitchKind;
 
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   maxFrameSize: MIN_MAX_FRAME_SIZE,
@@ -102,6 +124,20 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   headerBlockTimeoutMs: 5_000,
   // As the keepalive timeout of the transports: a peer that cannot ack in 10 s is as good as gone.
   settingsAckTimeoutMs: 10_000,
+  // nghttp2's stream reset rate limiter (lib/nghttp2_session.h, NGHTTP2_DEFAULT_STREAM_RESET_BURST/_RATE, its fix
+  // for CVE-2023-44487): 1000 resets at once, 33 more a second. nghttp2 counts every RST_STREAM a client sends; we
+  // count those and the streams we refuse or reset for the client's errors (Rust h2 bounds those apart, by
+  // max_local_error_reset_streams, 1024 a connection; Go x/net/http2 ends a connection whose reset-early streams
+  // queue past 4 × MAX_CONCURRENT_STREAMS). A gRPC client cancels a stream with one RST_STREAM: 33 cancels a
+  // second for as long as it likes, 1000 in a burst.
+  resetBurst: 1000,
+  resetRate: 33,
+  // nghttp2's glitch rate limiter (NGHTTP2_DEFAULT_GLITCH_BURST/_RATE, nghttp2 1.66): empty DATA without
+  // END_STREAM, PRIORITY, unknown frames, frames answered with a stream error, header blocks it ignores. We count
+  // those and the floods nghttp2 bounds otherwise or not at all (WINDOW_UPDATE that returns no window we used,
+  // SETTINGS past the first, PINGs). Rust h2 allows 100 empty DATA frames per connection for life.
+  glitchBurst: 10_000,
+  glitchRate: 330,
 };
 
 export interface ConnectionHandler {
@@ -109,8 +145,11 @@ export interface ConnectionHandler {
   onStream(stream: H2Stream, headers: HeaderField[], conn: H2Connection): void;
   /** The connection is gone (every stream's onGone has been called). */
   onClose(conn: H2Connection): void;
-  /** We ended the connection with a connection error (the GOAWAY code and its debug text), or for not reading. */
-  onError?(code: number, debug: string): void;
+  /**
+   * We ended the connection with a connection error (the GOAWAY code and its debug text), or for not reading;
+   * `flood` when a budget ran out, naming what spent most of it.
+   */
+  onError?(conn: H2Connection, code: number, debug: string, flood?: Flood): void;
 }
 
 /** Frames we send: the biggest payload in one DATA frame even if the peer allows more (fewer, larger copies gain little). */
@@ -215,6 +254,11 @@ export class H2Connection implements Flushable, StreamOwner {
   private goawaySent = false;
   private openedThisSecond = 0;
   private secondStart = 0;
+  private readonly resets: Budget<ResetKind>;
+  private readonly glitches: Budget<GlitchKind>;
+  /** DATA bytes sent since the peer's last connection WINDOW_UPDATE: one that returns none is a glitch. */
+  private sentSinceUpdate = 0;
+  private goawaySeen = false;
 
   constructor(
     readonly socket: Socket,
@@ -226,8 +270,14 @@ export class H2Connection implements Flushable, StreamOwner {
     this.openedAt = now;
     this.decoder = new HpackDecoder();
     this.recvWindow = limits.initialWindow;
+    this.resets = new Budget(limits.resetBurst, limits.resetRate, now);
+    this.glitches = new Budget(limits.glitchBurst, limits.glitchRate, now);
     socket.setNoDelay(true);
-    socket.on('data', (b: Buffer) => this.onBytes(b));
+    // Reads land in the buffer all connections share (read-buffer.ts); 'data' stays for where that is not
+    // available, and for tests that feed a connection through it.
+    const onBytes = (b: Buffer): void => this.onBytes(b);
+    readIntoShared(socket, onBytes);
+    socket.on('data', onBytes);
     socket.on('drain', () => {
       if (this.ready.length > 0) this.markDirty();
     });
@@ -288,6 +338,7 @@ export class H2Connection implements Flushable, StreamOwner {
 
   private onBytes(b: Buffer): void {
     if (this.closed) return;
+    this.lastReadAt = Date.now();
     let off = 0;
     if (this.prefaceLeft > 0) {
       const n = Math.min(this.prefaceLeft, b.length);
@@ -316,7 +367,6 @@ export class H2Connection implements Flushable, StreamOwner {
       this.partial = Buffer.allocUnsafe(size);
       this.partialLen = b.copy(this.partial, 0, off);
     }
-    this.lastReadAt = Date.now();
     if (this.recvUnacked >= this.limits.initialWindow >>> 1) {
       this.control(windowUpdateFrame(0, this.recvUnacked));
       this.recvWindow += this.recvUnacked;
@@ -396,17 +446,23 @@ export class H2Connection implements Flushable, StreamOwner {
       case FrameType.PRIORITY:
         if (h.streamId === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
         if (h.length !== PRIORITY_SZ) return this.streamError(h.streamId, H2Error.FRAME_SIZE_ERROR);
+        // RFC 7540 priorities, deprecated and not acted on here: nghttp2 counts each as a glitch too.
+        if (!this.glitch('priority')) return;
         // Priorities are not acted on, but a stream depending on itself is a stream error (RFC 9113 §5.3.1).
         if ((b.readUInt32BE(start) & MAX_WINDOW) === h.streamId) return this.streamError(h.streamId, H2Error.PROTOCOL_ERROR);
         return;
       case FrameType.GOAWAY:
         if (h.streamId !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
         // The peer opens nothing new; its open streams run on until either side ends them.
+        if (this.goawaySeen) this.glitch('ignored_frame');
+        this.goawaySeen = true;
         return;
       case FrameType.PUSH_PROMISE:
         return this.fail(H2Error.PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
       default:
-        return; // unknown frame types are ignored (RFC 9113 §4.1)
+        // Unknown frame types are ignored (RFC 9113 §4.1); many of them are a flood (nghttp2 counts them too).
+        this.glitch('unknown_frame');
+        return;
     }
   }
 
@@ -428,7 +484,9 @@ export class H2Connection implements Flushable, StreamOwner {
         case Phase.ClosedPeerReset:
           return this.streamError(id, H2Error.STREAM_CLOSED);
         default:
-          return; // a stream we ended or reset: the bytes only count against the connection window
+          // A stream we ended or reset: the bytes only count against the connection window.
+          this.glitch('ignored_frame');
+          return;
       }
     }
     if (s.remoteEnded) return this.streamError(id, H2Error.STREAM_CLOSED);
@@ -438,6 +496,7 @@ export class H2Connection implements Flushable, StreamOwner {
     s.received += r[1] - r[0];
     // content-length is a promise about the DATA (RFC 9113 §8.1.1): more, or less at the end, is malformed.
     const endStream = (h.flags & Flag.END_STREAM) !== 0;
+    if (r[1] === r[0] && !endStream && !this.glitch('empty_data')) return;
     if (s.contentLength >= 0 && (s.received > s.contentLength || (endStream && s.received !== s.contentLength))) return this.streamError(id, H2Error.PROTOCOL_ERROR);
     if (r[1] > r[0]) s.onData?.(b, r[0], r[1]);
     if (s.state === StreamState.Closed) return;
@@ -509,7 +568,9 @@ export class H2Connection implements Flushable, StreamOwner {
       case Phase.Skipped:
         return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS opening a stream id lower than one already used');
       default:
-        return; // a stream we ended or reset: what the peer still sends on it was in flight
+        // A stream we ended or reset: what the peer still sends on it was in flight.
+        this.glitch('ignored_frame');
+        return;
     }
     this.lastStreamId = id;
     if (this.goawaySent) return this.refuse(id, endStream, rstStreamFrame(id, H2Error.REFUSED_STREAM));
@@ -560,6 +621,7 @@ export class H2Connection implements Flushable, StreamOwner {
   /** A new stream answered without being opened (refused, reset or a fixed response): remembered as closed. */
   private refuse(id: number, peerEnded: boolean, frame: Buffer): void {
     this.rememberClosed(id, peerEnded ? Closed.PeerEnded : Closed.ByUs);
+    if (!this.spendReset('refused')) return;
     this.answer(frame);
   }
 
@@ -572,16 +634,21 @@ export class H2Connection implements Flushable, StreamOwner {
       this.forget(s, true);
       this.rememberClosed(s.id, Closed.PeerReset);
     }
+    // Every RST_STREAM, as nghttp2 counts them: on a closed stream it is a reset that costs us a lookup for nothing.
+    this.spendReset('client_reset');
   }
 
   private onSettings(b: Buffer, start: number, h: FrameHeader): void {
     if (h.streamId !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if ((h.flags & Flag.ACK) !== 0) {
       if (h.length !== 0) return this.fail(H2Error.FRAME_SIZE_ERROR, 'SETTINGS ack with payload');
+      if (this.settingsSentAt === 0 && !this.glitch('settings')) return; // an ACK of nothing we sent
       this.settingsSentAt = 0; // we send one SETTINGS, so one ACK is all there is to wait for
       return;
     }
     if (h.length % SETTING_SZ !== 0) return this.fail(H2Error.FRAME_SIZE_ERROR, 'SETTINGS size');
+    // The first SETTINGS is the handshake; a client changes its settings rarely after it.
+    if (this.settingsSeen && !this.glitch('settings')) return;
     this.settingsSeen = true;
     for (let at = start; at < start + h.length; at += SETTING_SZ) {
       const id = b.readUInt16BE(at);
@@ -610,9 +677,12 @@ export class H2Connection implements Flushable, StreamOwner {
     if (h.streamId !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PING on a stream');
     if (h.length !== PING_PAYLOAD_SZ) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PING size');
     if ((h.flags & Flag.ACK) !== 0) {
+      if (this.pingSentAt === 0) this.glitch('ping'); // an ACK of no PING of ours
       this.pingSentAt = 0;
       return;
     }
+    // Keepalive and bandwidth probes are a few a second at most.
+    if (!this.glitch('ping')) return;
     this.answer(pingFrame(b.subarray(start, start + PING_PAYLOAD_SZ), true));
   }
 
@@ -621,6 +691,10 @@ export class H2Connection implements Flushable, StreamOwner {
     const inc = b.readUInt32BE(start) & MAX_WINDOW;
     if (h.streamId === 0) {
       if (inc === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'zero WINDOW_UPDATE');
+      // Window returned for DATA we sent is progress; more window before any was used is not (beyond the few a
+      // client sends to raise its window at the start).
+      if (this.sentSinceUpdate === 0 && !this.glitch('window_update')) return;
+      this.sentSinceUpdate = 0;
       this.sendWindow += inc;
       if (this.sendWindow > MAX_WINDOW) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'connection window overflow');
       if (this.ready.length > 0) this.markDirty();
@@ -629,9 +703,12 @@ export class H2Connection implements Flushable, StreamOwner {
     const s = this.streams.get(h.streamId);
     if (s === undefined) {
       if (h.streamId > this.lastStreamId) return this.fail(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+      this.glitch('window_update'); // a closed stream: may have been in flight, does nothing
       return;
     }
     if (inc === 0) return this.streamError(h.streamId, H2Error.PROTOCOL_ERROR);
+    if (s.sentSinceUpdate === 0 && !this.glitch('window_update')) return;
+    s.sentSinceUpdate = 0;
     s.window += inc;
     if (s.window > MAX_WINDOW) return this.streamError(h.streamId, H2Error.FLOW_CONTROL_ERROR);
     if (s.window > 0 && (s.queued > 0 || s.trailers !== null) && !s.scheduled) this.schedule(s);
@@ -639,6 +716,7 @@ export class H2Connection implements Flushable, StreamOwner {
 
   /** A stream-level error: RST_STREAM to the peer, the stream is gone for the application. */
   private streamError(id: number, code: number): void {
+    if (!this.spendReset('stream_error')) return;
     const s = this.streams.get(id);
     this.answer(rstStreamFrame(id, code));
     if (s !== undefined) {
@@ -651,6 +729,20 @@ export class H2Connection implements Flushable, StreamOwner {
   private answer(frame: Buffer): void {
     if (++this.answers > MAX_ANSWERS_PER_TURN) return this.fail(H2Error.ENHANCE_YOUR_CALM, 'too many frames to answer at once');
     this.control(frame);
+  }
+
+  /** A stream ended without its response: one token of the reset budget. false: spent, the connection is ended. */
+  private spendReset(kind: ResetKind): boolean {
+    if (this.resets.spend(kind, this.lastReadAt)) return true;
+    this.fail(H2Error.ENHANCE_YOUR_CALM, 'too many streams reset or refused', this.resets.topKind());
+    return false;
+  }
+
+  /** A frame that did nothing: one token of the glitch budget. false: spent, the connection is ended. */
+  private glitch(kind: GlitchKind): boolean {
+    if (this.glitches.spend(kind, this.lastReadAt)) return true;
+    this.fail(H2Error.ENHANCE_YOUR_CALM, 'too many frames that do nothing', this.glitches.topKind());
+    return false;
   }
 
   // ---- StreamOwner ----
@@ -697,9 +789,9 @@ export class H2Connection implements Flushable, StreamOwner {
   }
 
   /** Connection error: GOAWAY with the code after the control frames queued (no more DATA), then the socket ends. */
-  fail(code: number, debug: string): void {
+  fail(code: number, debug: string, flood?: Flood): void {
     if (this.closed) return;
-    this.handler.onError?.(code, debug);
+    this.handler.onError?.(this, code, debug, flood);
     for (const s of this.ready) s.scheduled = false;
     this.ready = [];
     this.goawaySent = false;
@@ -782,7 +874,7 @@ export class H2Connection implements Flushable, StreamOwner {
       // The peer reads nothing of what it keeps asking for.
       this.ctrl = [];
       this.ctrlBytes = 0;
-      this.handler.onError?.(H2Error.ENHANCE_YOUR_CALM, 'peer does not read its control frames');
+      this.handler.onError?.(this, H2Error.ENHANCE_YOUR_CALM, 'peer does not read its control frames');
       return this.destroy(false);
     }
     const maxF = this.peerMaxFrame;
@@ -828,18 +920,23 @@ export class H2Connection implements Flushable, StreamOwner {
     this.ctrlBytes = 0;
     const drained = this.drained;
     drained.length = 0;
+    let unanswered = 0;
     for (let i = 0; i < ready.length; i++) {
       const s = ready[i]!;
       const n = plan[i]!;
       if (n > 0) {
         off = this.copyData(s, n, out, off, maxF);
         this.sendWindow -= n;
+        this.sentSinceUpdate += n;
         s.window -= n;
+        s.sentSinceUpdate += n;
+        s.dataSent = true;
         if (s.needDrain) drained.push(s);
       }
       if (s.queued === 0 && s.trailers !== null && s.state !== StreamState.Closed) {
         off += s.trailers.copy(out, off);
         s.trailers = null;
+        if (!s.dataSent) unanswered++;
         if (s.remoteEnded) {
           this.forget(s, false);
           this.rememberClosed(s.id, Closed.PeerEnded);
@@ -851,6 +948,9 @@ export class H2Connection implements Flushable, StreamOwner {
     this.requeue();
     this.socket.write(off === size ? out : out.subarray(0, off));
     for (const s of drained) s.maybeDrain();
+    // Streams ended with a status and no message (refused by the application: a wrong path, a bad request, no
+    // access) cost a stream's work as a reset one does. Spent after the write: failing inside it would flush again.
+    while (unanswered-- > 0) if (!this.spendReset('no_response')) return;
   }
 
   private readonly planned: number[] = [];

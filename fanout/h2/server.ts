@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { H2Connection, type ConnectionHandler, type ConnectionLimits } from './connection';
+import { H2Connection, type ConnectionHandler, type ConnectionLimits, type Flood } from './connection';
 import { H2Error } from './frame';
 import { GrpcCall, GrpcCode, RequestBudget } from './grpc-call';
 import type { HeaderField } from './hpack';
@@ -25,8 +25,24 @@ export interface GrpcServerOptions {
   keepaliveTimeoutMs: number;
   /** A connection must send its preface and SETTINGS within this. */
   handshakeTimeoutMs: number;
-  /** A connection ended with a connection error (HTTP/2 error code, a fixed reason text). */
-  onConnectionError?: (code: number, reason: string) => void;
+  /** A connection ended with a connection error: once per connection. */
+  onConnectionError?: (e: ConnectionEnded) => void;
+}
+
+/** A connection the server ended for the peer's fault (a protocol error, a budget spent, not reading). */
+export interface ConnectionEnded {
+  /** The HTTP/2 error code of our GOAWAY. */
+  code: number;
+  /** A fixed text (our GOAWAY's debug data): nothing the peer sent. */
+  reason: string;
+  /** Set when a per-connection budget ran out: what spent most of it. */
+  flood: Flood | undefined;
+  /** The peer's address:port. */
+  peer: string;
+  /** Bytes read from the peer over the connection's life. */
+  bytesRead: number;
+  /** How long the connection lived, ms. */
+  ageMs: number;
 }
 
 export interface GrpcServer {
@@ -65,7 +81,9 @@ export async function startGrpcServer(opts: GrpcServerOptions, onCall: (call: Gr
     onClose(conn: H2Connection): void {
       conns.delete(conn);
     },
-    onError: opts.onConnectionError,
+    onError(conn, code, reason, flood): void {
+      opts.onConnectionError?.({ code, reason, flood, peer: peerOf(conn.socket), bytesRead: conn.socket.bytesRead, ageMs: Date.now() - conn.openedAt });
+    },
   };
 
   const server = net.createServer({ noDelay: true }, (socket) => {

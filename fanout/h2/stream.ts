@@ -45,6 +45,10 @@ export class H2Stream {
   trailers: Buffer | null = null;
   /** Request bytes delivered to the application and not yet returned to the peer's window. */
   unacked = 0;
+  /** DATA bytes sent since the peer's last WINDOW_UPDATE on this stream (one that returns none did nothing). */
+  sentSinceUpdate = 0;
+  /** Some DATA of the response left (a stream ended without any was answered with a status only). */
+  dataSent = false;
   /** Our receive window on this stream (set by the connection). */
   recvWindow = 0;
   /** The request's content-length, -1 when it has none; `received` counts its DATA bytes against it. */

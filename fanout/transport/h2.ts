@@ -4,7 +4,8 @@ import { DEFAULT_CONNECTION_LIMITS } from '../h2/connection';
 import { H2Error } from '../h2/frame';
 import { fanoutMetrics } from '../metrics';
 import { GrpcCode, type GrpcCall } from '../h2/grpc-call';
-import { startGrpcServer, type GrpcServer } from '../h2/server';
+import { startGrpcServer, type ConnectionEnded, type GrpcServer } from '../h2/server';
+import type { Log } from '../../infra/base/log';
 import type { SubscribeUpdate } from '../v1/request';
 import type { Sink } from '../subscriber-queue';
 import { decodeSubscribeUpdate } from '../v1/request-wire';
@@ -21,6 +22,36 @@ const KEEPALIVE_TIMEOUT_MS = 10_000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 const ERROR_NAMES = new Map<number, string>(Object.entries(H2Error).map(([name, code]) => [code, name]));
+/**
+ * Log lines for ended connections, at most this many a second; the rest are counted (the metrics count every
+ * one) and the count rides on the next line, so a peer that reconnects to fail again cannot flood the log.
+ */
+const MAX_END_LINES_PER_SEC = 20;
+
+/** One warning per connection ended for the peer's fault, with the peer's address (never a credential) and why. */
+function connectionEndLogger(log: Log | undefined): (e: ConnectionEnded) => void {
+  let second = 0;
+  let lines = 0;
+  let suppressed = 0;
+  return (e) => {
+    const code = ERROR_NAMES.get(e.code) ?? String(e.code);
+    fanoutMetrics.connectionError(code).inc();
+    if (e.flood !== undefined) fanoutMetrics.floodClose(e.flood).inc();
+    if (log === undefined) return;
+    const s = Math.floor(Date.now() / 1000);
+    if (s !== second) {
+      second = s;
+      lines = 0;
+    }
+    if (++lines > MAX_END_LINES_PER_SEC) {
+      suppressed++;
+      return;
+    }
+    const fields = { peer: e.peer, code, reason: e.reason, ...(e.flood === undefined ? {} : { flood: e.flood }), bytesRead: e.bytesRead, ageMs: e.ageMs, ...(suppressed > 0 ? { suppressed } : {}) };
+    suppressed = 0;
+    log.warn(fields, 'stream connection closed by the server');
+  };
+}
 
 /**
  * What v1 and v2 calls share: the caller's identity, the response sink, and how a call ends — with a status, then
@@ -103,6 +134,7 @@ export function startH2Transport(
   maxMessageBytes: number,
   onCall: (c: SubscribeCall) => void,
   onV2Call?: (c: V2Call) => void,
+  log?: Log,
 ): Promise<GrpcServer> {
   const all = onV2Call === undefined ? paths : [...paths, V2_SUBSCRIBE_PATH];
   return startGrpcServer(
@@ -117,7 +149,7 @@ export function startH2Transport(
       keepaliveMs: KEEPALIVE_MS,
       keepaliveTimeoutMs: KEEPALIVE_TIMEOUT_MS,
       handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
-      onConnectionError: (code) => fanoutMetrics.connectionError(ERROR_NAMES.get(code) ?? String(code)).inc(),
+      onConnectionError: connectionEndLogger(log),
     },
     (call) => (call.path === V2_SUBSCRIBE_PATH && onV2Call !== undefined ? onV2Call(new H2V2Call(call, cfg.endGraceMs)) : onCall(new H2SubscribeCall(call, cfg.endGraceMs))),
   );
