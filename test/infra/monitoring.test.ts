@@ -7,6 +7,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { parseExposition, sampleNames } from '../../infra/ops/monitoring/exposition';
 import { metricNames, unknownMetrics } from '../../infra/ops/monitoring/promql-names';
+import { statusReport } from '../../infra/ops/monitoring/status';
 import { runCli as runCliDone } from '../ingest/support/child';
 import { runCli, type Proc } from '../e2e/support';
 import { ephemeralListenEnv, type Json } from '../support/ephemeral-env';
@@ -149,6 +150,42 @@ describe('monitoring: alert rules, dashboard, and meridian status', function () 
       const rows = d.panels.filter((p) => p.type === 'row').map((p) => p.title);
       for (const want of ['Ingest', 'Stream (fanout)', 'Chain gateway and EVM', 'Submission', 'Usage and billing']) assert.ok(rows.includes(want), `row ${want}`);
       for (const p of d.panels.filter((p) => p.type !== 'row')) assert.ok((p.targets ?? []).length > 0 && p.targets!.every((t) => t.expr.length > 0), `panel ${p.title} queries something`);
+    });
+  });
+
+  describe('meridian status from two scrapes', () => {
+    const scrape = (shreds: number, healthy: number, dropped: number): string =>
+      [
+        `meridian_ingest_packets_total ${shreds}`,
+        `meridian_ingest_shreds_total{variant="0x96"} ${shreds}`,
+        `meridian_ingest_slot_status_total{status="decoded"} ${shreds / 100}`,
+        `meridian_ingest_udp_queue_drops ${dropped}`,
+        `meridian_gateway_upstreams_healthy{surface="rpc"} ${healthy}`,
+        'meridian_gateway_http_requests_total{surface="rpc"} 10',
+      ].join('\n');
+    const report = (a: string, b: string, ready = true): ReturnType<typeof statusReport> => statusReport('127.0.0.1:9464', parseExposition(a), parseExposition(b), 2, { ready, failing: ready ? [] : ['fanout'] });
+    const state = (r: ReturnType<typeof statusReport>, name: string): string | undefined => r.components.find((c) => c.name === name)?.state;
+
+    it('healthy when shreds arrive and an upstream is healthy; rates are per second over the window', () => {
+      const r = report(scrape(100, 1, 0), scrape(300, 1, 0));
+      assert.equal(r.healthy, true);
+      assert.equal(state(r, 'ingest'), 'ok');
+      assert.equal(r.components.find((c) => c.name === 'ingest')!.values.shredsPerSec, 100);
+      assert.deepEqual(r.components.map((c) => c.name), ['ingest', 'rpc'], 'components without series are left out');
+    });
+
+    it('down (exit 1) when no shred arrived or no upstream is healthy; warn when ingest drops; unhealthy when not ready', () => {
+      const stalled = report(scrape(100, 1, 0), scrape(100, 1, 0));
+      assert.equal(state(stalled, 'ingest'), 'down');
+      assert.equal(stalled.healthy, false);
+      const noUpstream = report(scrape(100, 1, 0), scrape(300, 0, 0));
+      assert.equal(state(noUpstream, 'rpc'), 'down');
+      assert.equal(noUpstream.healthy, false);
+      const dropping = report(scrape(100, 1, 0), scrape(300, 1, 5));
+      assert.equal(state(dropping, 'ingest'), 'warn');
+      assert.equal(dropping.healthy, true);
+      const notReady = report(scrape(100, 1, 0), scrape(300, 1, 0), false);
+      assert.equal(notReady.healthy, false);
     });
   });
 

@@ -95,6 +95,11 @@ export function bytes(n: number): string {
   return `${fmt(v)} ${units[u]}`;
 }
 
+/** "1 subscriber", "2 subscribers". */
+function count(n: number, what: string): string {
+  return `${fmt(n)} ${what}${n === 1 ? '' : 's'}`;
+}
+
 function pct(r: number): string {
   return `${fmt(r * 100)}%`;
 }
@@ -158,7 +163,7 @@ export function statusReport(target: string, first: readonly Sample[], second: r
       component(
         'stream',
         v,
-        [`${fmt(v.subscribers)} subscribers on ${fmt(v.connections)} connections`, `${fmt(v.recordsPerSec)} records/s in`, `${fmt(v.responsesPerSec)} responses/s`, `${bytes(v.bytesPerSec)}/s`, `queues ${bytes(queued)} of ${bytes(budget)} budget (${pct(v.budgetUse)})`, `${fmt(v.slowConsumers)} slow consumers ended`],
+        [`${count(v.subscribers, 'subscriber')} on ${count(v.connections, 'connection')}`, `${fmt(v.recordsPerSec)} records/s in`, `${fmt(v.responsesPerSec)} responses/s`, `${bytes(v.bytesPerSec)}/s`, `queues ${bytes(queued)} of ${bytes(budget)} budget (${pct(v.budgetUse)})`, `${count(v.slowConsumers, 'slow consumer')} ended`],
         [v.budgetUse > 0.8 ? ['warn', 'queues over 80% of the budget'] : null, v.slowConsumers > 0 ? ['warn', 'slow consumers ended'] : null, v.refused > 0 ? ['warn', 'streams refused at a cap'] : null],
       ),
     );
@@ -177,7 +182,7 @@ export function statusReport(target: string, first: readonly Sample[], second: r
       component(
         surface,
         v,
-        [`${fmt(v.upstreamsHealthy)} upstream${v.upstreamsHealthy === 1 ? '' : 's'} healthy`, `${fmt(v.requestsPerSec)} requests/s`, `${fmt(v.errorsPerSec)} errors/s`, `${fmt(v.wsConnections)} ws connections`],
+        [`${count(v.upstreamsHealthy, 'upstream')} healthy`, `${fmt(v.requestsPerSec)} requests/s`, `${fmt(v.errorsPerSec)} errors/s`, `${count(v.wsConnections, 'ws connection')}`],
         [v.upstreamsHealthy === 0 ? ['down', 'no healthy upstream'] : null, v.upstreamFailuresPerSec > 0 ? ['warn', 'requests no upstream answered'] : null],
       ),
     );
