@@ -219,8 +219,10 @@ export function statusReport(target: string, first: readonly Sample[], second: r
   }
 
   if (b.has('meridian_billing_events_counted_total')) {
-    const v = { countedPerSec: rate('meridian_billing_events_counted_total'), invalidPerSec: rate('meridian_billing_events_invalid_total') };
-    out.push(component('billing', v, [`${fmt(v.countedPerSec)} events/s counted`, `${fmt(v.invalidPerSec)} invalid/s`], [v.invalidPerSec > 0 ? ['warn', 'invalid usage events'] : null]));
+    const v = { countedPerSec: rate('meridian_billing_events_counted_total'), invalidPerSec: rate('meridian_billing_events_invalid_total'), lagRecords: b.sum('meridian_billing_lag_records') };
+    out.push(
+      component('billing', v, [`${fmt(v.countedPerSec)} events/s counted`, `${fmt(v.invalidPerSec)} invalid/s`, `lag ${fmt(v.lagRecords)} records`], [v.invalidPerSec > 0 ? ['warn', 'invalid usage events'] : null, v.lagRecords > 10_000 ? ['warn', 'over 10000 records behind'] : null]),
+    );
   }
 
   if (b.has('meridian_localchain_slot')) {
