@@ -328,11 +328,11 @@ describe('monitoring: alert rules, dashboard, and meridian status', function () 
           for (const x of a.alerts) active.push(`${x.labels.alertname} ${x.state} ${JSON.stringify(x.labels)}`);
         };
         // The windows need a few samples before "nothing arrived" can mean anything; from then on, 20 evaluations.
-        await waitFor(async () => child!.exitCode !== null || (await scrapes()) >= 5, 60_000, 'Prometheus scraped the service 5 times', 250);
+        await waitFor(async () => child!.exitCode !== null || (await scrapes()) >= 10, 60_000, 'Prometheus scraped the service 10 times', 250);
         assert.equal(child.exitCode, null, `prometheus exited:\n${log}`);
         await waitFor(async () => {
           await checkAlerts();
-          return (await scrapes()) >= 25;
+          return (await scrapes()) >= 30;
         }, 90_000, '20 more scrapes and evaluations', 500);
         const groups = await get<{ groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string; lastEvaluation: string; state: string }> }> }>('/rules');
         const loaded = groups.groups.flatMap((g) => g.rules);
@@ -368,7 +368,7 @@ describe('monitoring: alert rules, dashboard, and meridian status', function () 
         assert.equal(r.stderr, '');
         const lines = r.stdout.trimEnd().split('\n');
         assert.match(lines[0]!, new RegExp(`^meridian at ${metricsAt.replace(/\./g, '\\.')}: ready; healthy \\(rates over the last [\\d.]+ s\\)$`));
-        for (const name of ['ingest', 'stream', 'rpc', 'evm-56', 'evm-137', 'submit', 'usage', 'billing', 'chain']) assert.ok(lines.some((l) => new RegExp(`^  ${name}\\s+ok\\s+`).test(l)), `a line for ${name}:\n${r.stdout}`);
+        for (const name of ['process', 'ingest', 'stream', 'rpc', 'evm-56', 'evm-137', 'submit', 'usage', 'billing', 'chain']) assert.ok(lines.some((l) => new RegExp(`^  ${name}\\s+ok\\s+`).test(l)), `a line for ${name}:\n${r.stdout}`);
         assert.match(r.stdout, /\d[\d.]* shreds\/s/);
         assert.match(r.stdout, /route rpc-0 [\d.]+ landed\/s/);
         assert.doesNotMatch(r.stdout, /:\/\//, 'no URL');

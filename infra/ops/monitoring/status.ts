@@ -61,7 +61,7 @@ class Scrape {
 
 function matches(labels: Record<string, string>, where: Record<string, string>): boolean {
   for (const [k, v] of Object.entries(where)) {
-    const have = labels[k];
+    const have = labels[k] ?? ''; // as in PromQL, an absent label matches ""
     if (v.startsWith('!') ? have === v.slice(1) : have !== v) return false;
   }
   return true;
@@ -117,6 +117,23 @@ export function statusReport(target: string, first: readonly Sample[], second: r
   const rate = (name: string, where?: Record<string, string>): number => rateOf(a, b, seconds, name, where);
   const rise = (name: string, where?: Record<string, string>): number => Math.max(0, b.sum(name, where) - a.sum(name, where));
   const out: ComponentStatus[] = [];
+
+  if (b.has('process_resident_memory_bytes')) {
+    // The serving process itself (no worker label); fanout workers report theirs under worker="N".
+    const own = { worker: '' };
+    const workers = b.values('process_resident_memory_bytes', 'worker').length;
+    const v = {
+      rssBytes: b.sum('process_resident_memory_bytes', own),
+      heapUsedBytes: b.sum('nodejs_heap_size_used_bytes', own),
+      eventLoopP99Seconds: b.sum('nodejs_eventloop_lag_p99_seconds', own),
+      cpu: rate('process_cpu_seconds_total', own),
+      workers,
+      workersRssBytes: b.sum('process_resident_memory_bytes') - b.sum('process_resident_memory_bytes', own),
+    };
+    const parts = [`rss ${bytes(v.rssBytes)}`, `heap ${bytes(v.heapUsedBytes)}`, `event loop p99 ${fmt(v.eventLoopP99Seconds * 1000)} ms`, `cpu ${pct(v.cpu)}`];
+    if (workers > 0) parts.push(`${count(workers, 'fanout worker')} rss ${bytes(v.workersRssBytes)}`);
+    out.push(component('process', v, parts, [v.eventLoopP99Seconds > 0.5 ? ['warn', 'event loop p99 over 0.5 s'] : null]));
+  }
 
   if (b.has('meridian_ingest_packets_total')) {
     const v = {
