@@ -47,7 +47,7 @@ export function serveFanoutWorker(start: (s: WorkerStart) => Promise<WorkerRunni
       let out: unknown;
       if (body.kind === 'stats') out = running.fanout.stats();
       else if (body.kind === 'v2stats') out = running.fanout.v2Stats() ?? null;
-      else if (body.kind === 'metrics') out = metrics.lines({ worker: String(slot) });
+      else if (body.kind === 'metrics') out = await metrics.linesAll({ worker: String(slot) });
       else {
         const h = handlers[body.kind];
         if (h === undefined) throw new Error(`unknown request ${body.kind}`);

@@ -1,5 +1,7 @@
 import { metrics, type Counter } from '../infra/base/metrics';
 import type { EndReason } from './errors';
+import type { StreamRefusal } from './stream-limits';
+import type { OverflowLimit } from './subscriber-queue';
 
 // The fanout's series in the process-wide registry. Registered once per process (the registry would add a
 // second gauge series per call); gauges read live values from every running fanout instance at scrape time.
@@ -53,6 +55,11 @@ function labelled(m: Map<string, Counter>, name: string, help: string, label: st
   return c;
 }
 
+// Series an alert watches exist from the start at 0, not from their first event: increase() and rate() over a
+// series that appears at 1 read 0, so the first slow consumer or refusal would otherwise go unseen.
+const OVERFLOW_LIMITS: readonly OverflowLimit[] = ['bytes', 'messages', 'lag', 'budget'];
+const REFUSALS: ReadonlyArray<StreamRefusal['per']> = ['connection', 'ip', 'server'];
+
 export const fanoutMetrics = {
   messagesSent: metrics.counter('meridian_fanout_messages_sent_total', 'Responses handed to subscriber streams'),
   bytesSent: metrics.counter('meridian_fanout_bytes_sent_total', 'Response bytes handed to subscriber streams'),
@@ -95,3 +102,6 @@ export const fanoutMetrics = {
     return () => sources.delete(s);
   },
 };
+
+for (const l of OVERFLOW_LIMITS) fanoutMetrics.slowConsumer(l);
+for (const p of REFUSALS) fanoutMetrics.streamRefused(p);

@@ -25,6 +25,7 @@ const COMMANDS: Record<string, Command> = {
   rentals: { summary: 'write and read rentals, events on the rentals topic (put | get | list | delete)', load: async () => import('./commands/rentals') },
   billing: { summary: 'billing jobs on usage.events (run | report)', load: async () => import('./commands/billing') },
   topics: { summary: 'record topics to a file and replay them into a broker (record | replay)', load: async () => import('./commands/topics') },
+  status: { summary: 'ask a running instance how it is doing: one line per component, exit 1 when something is down', load: async () => import('./commands/status') },
   kafka: { summary: 'a local Kafka broker (jars | start)', load: async () => import('./local/kafka/cli') },
 };
 

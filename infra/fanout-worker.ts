@@ -5,6 +5,8 @@ import { serveFanoutWorker, type WorkerRunning, type WorkerStart } from '../fano
 import { startFanout } from '../fanout/server';
 import type { Config } from './config';
 import { createLogger, setRootLogger } from './base/log';
+import { metrics } from './base/metrics';
+import { exportRuntimeMetrics } from './base/runtime-metrics';
 import { openRentals, type OpenedRentals } from '../bus/rentals-source';
 
 // The entry script of one fanout worker process (fanout.workers > 1; the launcher starts them through
@@ -20,6 +22,7 @@ async function startWorker(s: WorkerStart): Promise<WorkerRunning> {
   const { config } = s.payload as FanoutWorkerPayload;
   const log = createLogger({ level: config.log.level }).child({ worker: s.slot });
   setRootLogger(log);
+  exportRuntimeMetrics(metrics); // this worker's memory and event loop, labelled worker="N" on the primary's /metrics
   const opened: Array<{ close(): Promise<void> }> = [];
   const closeAll = async (): Promise<void> => {
     for (const c of opened.splice(0).reverse()) await c.close().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'error while stopping a fanout worker part'));

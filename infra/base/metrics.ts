@@ -70,6 +70,7 @@ interface Family {
 export class Registry {
   private readonly families = new Map<string, Family>();
   private readonly remotes = new Set<() => Promise<FamilyLines[][]>>();
+  private readonly locals = new Set<(extra?: Labels) => Promise<FamilyLines[]>>();
 
   private family(name: string, help: string, type: Family['type']): Family {
     let f = this.families.get(name);
@@ -147,9 +148,24 @@ export class Registry {
     return () => this.remotes.delete(collect);
   }
 
+  /**
+   * Adds series this process holds elsewhere and reads asynchronously (runtime metrics, infra/base/runtime-metrics.ts)
+   * to linesAll() and renderAll().
+   */
+  addLocal(collect: (extra?: Labels) => Promise<FamilyLines[]>): void {
+    this.locals.add(collect);
+  }
+
+  /** lines() and the asynchronous local sources: what a fanout worker hands to the process that serves /metrics. */
+  async linesAll(extra?: Labels): Promise<FamilyLines[]> {
+    const out = this.lines(extra);
+    for (const l of this.locals) out.push(...(await l(extra)));
+    return out;
+  }
+
   /** This registry and every remote source, one HELP/TYPE per family (a family may span processes). */
   async renderAll(): Promise<string> {
-    const all: FamilyLines[][] = [this.lines()];
+    const all: FamilyLines[][] = [await this.linesAll()];
     for (const r of this.remotes) all.push(...(await r()));
     return renderFamilies(all);
   }

@@ -4,6 +4,8 @@ import { outputFileOption, parseCommand, noPositionals } from '../base/args';
 import { loadConfig, type Config } from '../config';
 import { DEFAULT_ENDPOINTS_FILE, writeEndpointsFile } from '../base/endpoints';
 import { createLogger, setRootLogger } from '../base/log';
+import { metrics } from '../base/metrics';
+import { exportRuntimeMetrics } from '../base/runtime-metrics';
 import { launch, type Running } from '../launcher';
 import { localConfigFile, START_SPEC } from './start-options';
 import { startBanner } from './start-banner';
@@ -41,6 +43,7 @@ export async function run(argv: string[]): Promise<number> {
   const cfg = configFile === undefined ? builtInLocalConfig() : loadConfig(configFile);
   const log = createLogger({ level: cfg.log.level, format: cfg.log.format });
   setRootLogger(log);
+  exportRuntimeMetrics(metrics); // process_* and nodejs_* series of this process (fanout workers add their own)
 
   let running: Running | undefined;
   let stopWith: ((sig: NodeJS.Signals) => void) | undefined;

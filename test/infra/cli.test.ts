@@ -18,12 +18,13 @@ const STACK = /\n\s+at /;
 
 /** Every option each command must list in its help (the declaration is what help prints; this is the promise). */
 const HELP: Record<string, string[]> = {
-  '': ['start', 'decode', 'replay', 'record', 'subscribe', 'rentals', 'billing', 'topics', 'kafka', '--help'],
+  '': ['start', 'decode', 'replay', 'record', 'subscribe', 'rentals', 'billing', 'topics', 'status', 'kafka', '--help'],
   start: ['--config FILE', '--endpoints FILE', 'ingest.listen', 'fanout.listen', 'metrics.listen'],
   decode: ['<capture>', '--format pcap|ar|u64lp', '--shred-version N', '--leader KEY'],
   replay: ['<capture>', '--to HOST:PORT', '--rate PPS', '--loop N', '--format pcap|ar|u64lp'],
   record: ['--listen HOST:PORT', '--out FILE', '--format u64lp|pcap', '--count N', '--duration SECONDS'],
   subscribe: ['--include KEY', '--exclude KEY', '--required KEY', '--slots', '--url HOST:PORT', '--token TOKEN', '--filter-name NAME', '--service', '--json', '--verbose'],
+  status: ['--metrics HOST:PORT', '--endpoints FILE', '--interval SECONDS', '--watch', '--json', 'Exit status'],
   kafka: ['jars', 'start'],
   'kafka jars': [],
   'kafka start': ['--port N', '--dir DIR', '--heap MB'],

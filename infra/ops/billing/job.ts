@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Bus, BusMessage, Consumer } from '../../../bus/bus';
 import { TOPIC } from '../../../bus/topics';
-import { metrics as defaultRegistry, type Counter, type Registry } from '../../base/metrics';
+import { metrics as defaultRegistry, type Counter, type Gauge, type Registry } from '../../base/metrics';
 import type { Log } from '../../base/log';
 import { LedgerState, ledgerForNewLog, type PartitionLedger } from './ledger';
 import { checkLedgerLog, LogProbe } from './log-check';
@@ -53,6 +53,8 @@ export interface BillingJob {
 
 /** How often drain() looks at the lag (a stop waits at most this much longer than needed). */
 const DRAIN_POLL_MS = 50;
+/** How often the lag gauge is refreshed: lag() asks the bus for end offsets and reads the ledgers. */
+const LAG_GAUGE_MS = 5_000;
 
 interface Held {
   state: LedgerState;
@@ -175,6 +177,26 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
   }, o.reportEveryMs ?? 1_000);
   timer.unref();
 
+  // The consumer lag as a gauge for the alert rules (infra/ops/monitoring/alerts.yml): refreshed off the scrape
+  // path, since lag() is a bus round trip; a refresh that fails (the bus going away) keeps the last value.
+  let lastLag = 0;
+  const lagGauge: Gauge = registry.gauge('meridian_billing_lag_records', `Records on the usage topic not yet in this job's ledgers (refreshed every ${LAG_GAUGE_MS / 1000} s)`, { group: o.group }, () => lastLag);
+  let lagRefreshing = false;
+  const lagTimer = setInterval(() => {
+    if (lagRefreshing) return;
+    lagRefreshing = true;
+    job.lag().then(
+      (n) => {
+        lastLag = n;
+        lagRefreshing = false;
+      },
+      () => {
+        lagRefreshing = false;
+      },
+    );
+  }, LAG_GAUGE_MS);
+  lagTimer.unref();
+
   const job: BillingJob = {
     ready: consumer.ready,
     stats: () => ({ ...stats }),
@@ -199,6 +221,8 @@ export async function startBillingJob(bus: Bus, o: BillingJobOptions): Promise<B
     },
     close: async () => {
       clearInterval(timer);
+      clearInterval(lagTimer);
+      registry.remove(lagGauge);
       await consumer.close();
       writeReport(o.outDir);
     },
