@@ -116,6 +116,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     const entriesTopic = entryEnds === null ? '' : cfg.topics.entries;
     v2?.initEntries(entryEnds);
     v2?.init(txEnds, slotStarts, slotEnds, statusEnds ?? undefined);
+    await v2?.initLogs(); // the log of each topic, which v2 cursors name
     const onBatch = (messages: BusMessage[]): void => {
       if (v2 === undefined) return hub.onBatch(messages);
       const first = messages[0];

@@ -8,7 +8,8 @@ import type { QueueBudget } from '../queue-budget';
 import type { StreamOrigin } from '../stream-limits';
 import { SubscriberQueue, type Overflow, type Sink } from '../subscriber-queue';
 import { UpdateRate } from '../update-rate';
-import { clonePosition, cursorText, encodeCursor, TopicTag, type Position } from './cursor';
+import { clonePosition, cursorText, TopicTag, type Position } from './cursor';
+import type { StreamReads } from './start-check';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import type { UpdateCompression } from './compression';
 import type { V2Request } from './request';
@@ -47,11 +48,16 @@ export interface V2Context {
   /** The hub's live position (next offset per partition of each topic) and its encoding. */
   hubPosition(): Position;
   hubCursor(): Buffer;
+  /** A cursor of `p`, naming the hub's logs (cursor.ts, stream-logs.ts). */
+  encodeCursor(p: Position): Buffer;
   /** Where a live start begins (the hub's position; the slots topic past the history read at start). */
   livePosition(): Position;
   newestSlot(): bigint;
-  /** `entries`: the stream reads stream.entries (Entry updates or RAW filters), so a cursor must name it. */
-  resolveStart(req: NonNullable<V2Request['start']>, entries: boolean): Promise<ResolvedStart | StreamError>;
+  /**
+   * `entries`: the stream reads stream.entries (Entry updates or RAW filters), so a cursor must name it. `reads`:
+   * the topics the stream reads, the only ones retention is judged on (start-check.ts).
+   */
+  resolveStart(req: NonNullable<V2Request['start']>, entries: boolean, reads: StreamReads): Promise<ResolvedStart | StreamError>;
   /** Why this server serves no entries and no RAW (stream.entries is not read); null when it does. */
   readonly entriesUnavailable: string | null;
   /** This stream now has (true) or no longer has (false) a filter delivered RAW. */
@@ -322,10 +328,20 @@ export class V2Session {
       return;
     }
     this.state = 'resolving';
-    this.ctx.resolveStart(s, this.entries || this.rawMask !== 0).then(
+    this.ctx.resolveStart(s, this.entries || this.rawMask !== 0, this.reads()).then(
       (r) => this.begin(r),
       (e: unknown) => this.fail(streamError('replayFailed', { why: e instanceof Error ? e.message : String(e) })),
     );
+  }
+
+  /** The topics this stream reads as it starts (start-check.ts StreamReads). */
+  private reads(): StreamReads {
+    const fs = this.filters?.filters ?? [];
+    return {
+      transactions: fs.length === 0 || fs.some((f) => (this.rawMask & (1 << f.slot)) === 0),
+      slots: this.slots,
+      entries: this.entries || this.rawMask !== 0,
+    };
   }
 
   private begin(r: ResolvedStart | StreamError): void {
@@ -372,7 +388,7 @@ export class V2Session {
       if (r.offset > next) this.retentionGap(r, next);
       offs[r.partition] = r.offset + 1;
       let cursor: Buffer | null = null;
-      const waiting = this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= encodeCursor(pos)));
+      const waiting = this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= this.ctx.encodeCursor(pos)));
       if (waiting !== undefined) {
         this.replayWaiting = true;
         await waiting;
@@ -389,7 +405,8 @@ export class V2Session {
     before.get(r.tag)![r.partition] = next;
     const after = clonePosition(this.replayPos!);
     after.get(r.tag)![r.partition] = r.offset;
-    this.push(encodeGap(encodeCursor(after), this.ctx.now(), { fromCursor: encodeCursor(before), reason: GapReason.retention, count: r.offset - next, firstSlot: 0n, lastSlot: 0n }), encodeCursor(after), 0);
+    const cursor = this.ctx.encodeCursor(after);
+    this.push(encodeGap(cursor, this.ctx.now(), { fromCursor: this.ctx.encodeCursor(before), reason: GapReason.retention, count: r.offset - next, firstSlot: 0n, lastSlot: 0n }), cursor, 0);
   }
 
   /** One more record now, if the queue has room and the rate allows (no promise on the common path). */
@@ -496,7 +513,7 @@ export class V2Session {
 
   /** This stream's position: the replay's while replaying, else the hub's (raised to the floor where it is ahead). */
   cursor(): Buffer {
-    if (this.state === 'replaying') return encodeCursor(this.replayPos!);
+    if (this.state === 'replaying') return this.ctx.encodeCursor(this.replayPos!);
     const hub = this.ctx.hubPosition();
     const f = this.floor;
     if (f === null) return this.ctx.hubCursor();
@@ -515,7 +532,7 @@ export class V2Session {
       for (let p = 0; p < offs.length; p++) m[p] = Math.max(m[p] ?? 0, offs[p]!);
       merged.set(tag, m);
     }
-    return encodeCursor(merged);
+    return this.ctx.encodeCursor(merged);
   }
 
   private push(buf: Buffer, cursor: Buffer | null, tag: number): void {
