@@ -41,6 +41,37 @@ const MAX_PARTITIONS = 1024;
 /** Next offset per partition, per topic tag. Arrays are owned by whoever built the position. */
 export type Position = Map<TopicTag, number[]>;
 
+/**
+ * Per topic, per partition, the marker of a position: the append time of the record just below the partition's
+ * offset (0: not known). A function of the position, so a resumed stream's cursors are byte for byte those of an
+ * uninterrupted one.
+ */
+export type Marks = Map<TopicTag, number[]>;
+
+export function cloneMarks(m: Marks): Marks {
+  const out: Marks = new Map();
+  for (const [t, a] of m) out.set(t, a.slice());
+  return out;
+}
+
+/**
+ * Marks for `pos`, each taken from the first source whose position has the same offset there (its mark is of that
+ * very offset), else 0.
+ */
+export function marksFor(pos: Position, sources: ReadonlyArray<readonly [Position, Marks | ReadonlyMap<TopicTag, readonly number[]>]>): Marks {
+  const out: Marks = new Map();
+  for (const [tag, offs] of pos) {
+    out.set(
+      tag,
+      offs.map((o, p) => {
+        for (const [sp, sm] of sources) if (sp.get(tag)?.[p] === o) return sm.get(tag)?.[p] ?? 0;
+        return 0;
+      }),
+    );
+  }
+  return out;
+}
+
 /** The log of one topic as a cursor names it: a 32-bit hash of the log id, and a marker per partition (0: none). */
 export interface TopicLog {
   log: number;

@@ -19,7 +19,7 @@ import { fanoutMetrics } from '../metrics';
 import type { QueueBudget } from '../queue-budget';
 import type { StreamLimits, StreamOrigin } from '../stream-limits';
 import { StreamUsage } from '../stream-usage';
-import { clonePosition, cursorText, decodeCursor, encodeCursor, TopicTag, type CursorStamp, type Position } from './cursor';
+import { clonePosition, cloneMarks, cursorText, decodeCursor, encodeCursor, marksFor, stampOf, TopicTag, type Marks, type Position } from './cursor';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import { UpdateCompression } from './compression';
 import { allUnresolved, matchWithLoaded, mergeSplit } from './loaded-match';
@@ -133,7 +133,12 @@ export class V2Hub {
   private readonly replaying = new Set<V2Session>();
   private readonly position: Position = new Map();
   /** The log of each topic read, for the cursors (stream-logs.ts). */
-  private readonly logs = new StreamLogs(this.position);
+  private readonly logs = new StreamLogs();
+  /** The markers of `position` (cursor.ts Marks): the append time of the last record read per partition. */
+  private readonly marks: Marks = new Map();
+  /** The marker `advance` replaced: of the offset of the record just read (a cursor before that record). */
+  private prevMark = 0;
+  private readonly stamp = this.logs.stamp(this.marks);
   private cursorCache: Buffer | null = null;
   /** Slots-topic records below these offsets were read as history at start (the timeline), not sent live. */
   private slotsLiveFrom: number[] = [];
@@ -185,7 +190,8 @@ export class V2Hub {
       now: this.now,
       hubPosition: () => this.position,
       hubCursor: () => this.cursor(),
-      encodeCursor: (p) => this.cursorOf(p),
+      encodeCursor: (p, marks) => this.cursorOf(p, marks),
+      hubMarks: () => this.marks,
       livePosition: () => this.livePosition(),
       newestSlot: () => this.newest,
       resolveStart: (s, entries, reads) => this.resolveStart(s, entries, reads),
@@ -261,12 +267,14 @@ export class V2Hub {
    */
   async initLogs(): Promise<void> {
     await this.logs.init(this.opts.bus, new Map(this.tags().map((t) => [t, this.topicOf(t)])));
+    for (const [tag, offs] of this.position) if (!this.marks.has(tag)) this.marks.set(tag, offs.map(() => 0));
     this.cursorCache = null;
   }
 
-  /** A cursor of `p` on the logs this hub reads (what its streams' updates carry). */
-  cursorOf(p: Position): Buffer {
-    return encodeCursor(p, this.logs);
+  /** A cursor of `p` on the logs this hub reads (what its streams' updates carry), with the markers `marks`. */
+  cursorOf(p: Position, marks?: Marks): Buffer {
+    if (marks === undefined && p === this.position) return encodeCursor(p, this.stamp);
+    return encodeCursor(p, this.logs.stamp(marks ?? marksFor(p, [[this.position, this.marks]])));
   }
 
   /** Is this slots-topic record history (read at start for the timeline), not to be sent to anyone? */
@@ -476,9 +484,12 @@ export class V2Hub {
     const o = Number(m.offset);
     const at = offs[p] ?? 0;
     if (o < at) return false;
-    if (o > at && o > liveFrom) this.liveGap(tag, p, Math.max(at, liveFrom), o);
+    if (o > at && o > liveFrom) this.liveGap(tag, p, Math.max(at, liveFrom), o, m.timestamp);
     offs[p] = o + 1;
-    this.logs.read(tag, p, m.timestamp);
+    let mk = this.marks.get(tag);
+    if (mk === undefined) this.marks.set(tag, (mk = []));
+    this.prevMark = o === at ? (mk[p] ?? 0) : m.timestamp;
+    mk[p] = m.timestamp;
     this.cursorCache = null;
     return true;
   }
@@ -519,14 +530,16 @@ export class V2Hub {
     const after = this.cursor();
     const beforePos = clonePosition(this.position);
     beforePos.get(TopicTag.entries)![p] = o;
-    const before = encodeCursor(beforePos, this.logs);
+    const beforeMarks = cloneMarks(this.marks);
+    beforeMarks.get(TopicTag.entries)![p] = this.prevMark;
+    const before = this.cursorOf(beforePos, beforeMarks);
     // Shared parts per transaction, for the two cursors (most entries are matched by one stream or the same few).
     const cache = new Map<number, Buffer>();
     for (const [s, list] of perStream) {
       let own: { after: Buffer; before: Buffer } | null = null;
       if (s.hasFloor) {
         const a = s.cursor();
-        if (a !== after) own = { after: a, before: withEntryOffset(a, p, o, this.logs) };
+        if (a !== after) own = { after: a, before: withEntryOffset(a, p, o, this.prevMark) };
       }
       for (let k = 0; k < list.length; k++) {
         const { i, mask, set } = list[k]!;
@@ -643,13 +656,16 @@ export class V2Hub {
    * The hub's own reader lost [from, to) to retention (the embedded bus drops what a reader that far behind has
    * not read). Every live stream is told, with the range, before anything after it.
    */
-  private liveGap(tag: TopicTag, p: number, from: number, to: number): void {
+  private liveGap(tag: TopicTag, p: number, from: number, to: number, toTime: number): void {
     const before = clonePosition(this.position);
     before.get(tag)![p] = from;
-    const fromCursor = encodeCursor(before, this.logs);
+    const fromCursor = this.cursorOf(before);
     const after = clonePosition(this.position);
     after.get(tag)![p] = to;
-    const cursor = encodeCursor(after, this.logs);
+    // The record below `to` was lost: the one at `to` was appended no earlier (a valid marker for the offset).
+    const afterMarks = marksFor(after, [[this.position, this.marks]]);
+    (afterMarks.get(tag) ?? [])[p] = toTime;
+    const cursor = this.cursorOf(after, afterMarks);
     for (const s of this.sessions) if (s.isLive) s.gap(fromCursor, cursor, to - from);
   }
 
@@ -665,7 +681,7 @@ export class V2Hub {
   }
 
   private cursor(): Buffer {
-    return (this.cursorCache ??= encodeCursor(this.position, this.logs));
+    return (this.cursorCache ??= encodeCursor(this.position, this.stamp));
   }
 
   private livePosition(): Position {
@@ -783,7 +799,7 @@ export class V2Hub {
     const list = this.matchRaw(index, r, () => true)?.get(s);
     if (list === undefined) return;
     const after = cursor();
-    const before = withEntryOffset(after, rec.partition, rec.offset, this.logs);
+    const before = withEntryOffset(after, rec.partition, rec.offset, s.replayPrevMark);
     for (let k = 0; k < list.length; k++) {
       const c = k === list.length - 1 ? after : before;
       s.deliverTx(list[k]!.mask, list[k]!.set, this.rawShared(c, r, list[k]!.i), c, true);
@@ -854,7 +870,7 @@ export class V2Hub {
     let pos = base === null ? null : raisedTo(base, starts);
     if (pos === null && mark !== undefined) pos = await this.slotStartAt(mark, starts, checked);
     pos ??= starts;
-    return `cursor ${cursorText(encodeCursor(raisedTo(pos, starts), this.logs))}${mark === undefined ? '' : `, slot ${mark.slot}`}`;
+    return `cursor ${cursorText(this.cursorOf(raisedTo(pos, starts)))}${mark === undefined ? '' : `, slot ${mark.slot}`}`;
   }
 
   private async outOfRange(what: string, starts: Position, reads: StreamReads, base: Position | null = null): Promise<StreamError> {
@@ -884,6 +900,7 @@ export class V2Hub {
       const mismatch = await this.logs.check(this.opts.bus, d.position, d.logs, (t) => this.topicOf(t));
       if (mismatch !== null) return this.otherLog(mismatch.why, starts, reads);
       const pos = d.position;
+      const orig = clonePosition(pos);
       if (!pos.has(TopicTag.slots)) pos.set(TopicTag.slots, this.livePosition().get(TopicTag.slots)!);
       if (!this.position.has(TopicTag.slotStatus)) {
         // This fanout does not read the status topic: that part of the cursor has nothing to resume here.
@@ -913,7 +930,8 @@ export class V2Hub {
       }
       if (firstDropped(pos, starts, reads) !== null) return this.outOfRange(`cursor ${cursorText(from.cursor)}`, starts, reads, pos);
       raiseUnread(pos, starts, reads);
-      return { position: pos, minSlot: 0n };
+      const theirs = new Map([...d.logs].map(([t, l]) => [t, l.marks] as const));
+      return { position: pos, minSlot: 0n, marks: marksFor(pos, [[orig, theirs], [this.position, this.marks]]) };
     }
     if ('slot' in from) {
       this.pruneTimeline(starts);
@@ -979,12 +997,22 @@ export class V2Hub {
   }
 }
 
-/** `cursor` with one entries-topic partition set back to `offset` (the cursor before that record). */
-function withEntryOffset(cursor: Buffer, partition: number, offset: number, stamp: CursorStamp): Buffer {
+/**
+ * `cursor` with one entries-topic partition set back to `offset` (the cursor before that record), whose marker is
+ * `mark` (of the record below it).
+ */
+function withEntryOffset(cursor: Buffer, partition: number, offset: number, mark: number): Buffer {
   const d = decodeCursor(cursor);
   if (!d.ok) return cursor; // our own encoding: cannot happen
   const offs = d.position.get(TopicTag.entries);
   if (offs === undefined) return cursor;
   offs[partition] = offset;
-  return encodeCursor(d.position, stamp);
+  if (d.logs === null) return encodeCursor(d.position, null);
+  const l = d.logs.get(TopicTag.entries);
+  if (l !== undefined) {
+    const marks = l.marks.slice();
+    marks[partition] = mark;
+    d.logs.set(TopicTag.entries, { log: l.log, marks });
+  }
+  return encodeCursor(d.position, stampOf(d.logs));
 }

@@ -1,16 +1,13 @@
 import type { Bus, LogIdentity } from '../../bus/bus';
 import { checkOffsets, LogProbe } from '../../bus/log-check';
-import { logHash, TopicTag, type CursorLogs, type CursorStamp, type Position } from './cursor';
+import { logHash, TopicTag, type CursorLogs, type CursorStamp, type Marks, type Position } from './cursor';
 
 // The logs behind the stream topics a hub reads, for its cursors: each topic's log (bus.logIdentity, hashed as a
-// cursor carries it) and, on a bus whose log ids survive a recreated topic (Kafka), the append time of the last
-// record the hub read on each partition — the marker a cursor carries (cursor.ts) so that a resume can tell a
-// recreated topic (bus/log-check.ts, the billing ledgers' check).
-//
-// A marker is valid for any offset up to the hub's own position on that partition (every record below was
-// appended no later than the last one the hub read there); past it (a stream resumed ahead of the hub) and on a
-// partition the hub has read nothing from since it started, a cursor carries none, and only the end offset can
-// tell a recreated topic there.
+// cursor carries it), and whether the log's id changes when the topic starts over (embedded: a new id per start)
+// or not (Kafka: the cluster and the topic name). Where it does not, a cursor carries per partition the append time
+// of the record just below its offset (Marks, cursor.ts): the marker bus/log-check.ts — the billing ledgers'
+// check — reads to tell a recreated topic. Where the marker is not known (a partition the hub has read nothing from
+// since it started, a slot or time start before its first record), only the end offset can tell.
 
 interface TopicLogOf {
   identity: LogIdentity;
@@ -20,36 +17,23 @@ interface TopicLogOf {
 /** Why a cursor's offsets are not of the logs this hub reads, or null when they are. */
 export type LogMismatch = { topic: string; why: string } | null;
 
-export class StreamLogs implements CursorStamp {
+export class StreamLogs {
   private readonly logs = new Map<TopicTag, TopicLogOf>();
-  /** Per topic, the append time of the last record read on each partition (only on non-exact logs). */
-  private readonly last = new Map<TopicTag, number[]>();
-
-  constructor(private readonly position: Position) {}
 
   /** Reads each topic's log; called once before the hub's reader starts (cursors made before name log 0). */
   async init(bus: Bus, topics: ReadonlyMap<TopicTag, string>): Promise<void> {
     for (const [tag, topic] of topics) {
       const identity = await bus.logIdentity(topic);
       this.logs.set(tag, { identity, hash: logHash(identity.id) });
-      if (!identity.exact) this.last.set(tag, []);
     }
   }
 
-  /** A record of `tag` read at partition p (in order), appended at `timestamp`. */
-  read(tag: TopicTag, p: number, timestamp: number): void {
-    const l = this.last.get(tag);
-    if (l !== undefined) l[p] = timestamp;
-  }
-
-  log(tag: TopicTag): number {
-    return this.logs.get(tag)?.hash ?? 0;
-  }
-
-  mark(tag: TopicTag, p: number, offset: number): number {
-    const l = this.last.get(tag);
-    if (l === undefined || offset === 0 || offset > (this.position.get(tag)?.[p] ?? 0)) return 0;
-    return l[p] ?? 0;
+  /** The stamp of a position whose markers are `marks` (ignored on exact logs, whose cursors need none). */
+  stamp(marks: Marks): CursorStamp {
+    return {
+      log: (tag) => this.logs.get(tag)?.hash ?? 0,
+      mark: (tag, p) => (this.logs.get(tag)?.identity.exact !== false ? 0 : (marks.get(tag)?.[p] ?? 0)),
+    };
   }
 
   /**
@@ -63,7 +47,7 @@ export class StreamLogs implements CursorStamp {
       if (mine === undefined) continue;
       const topic = topicOf(tag);
       const theirs = logs.get(tag);
-      if (theirs === undefined) continue; // a topic the cursor has no part for: the hub placed it on this log
+      if (theirs === undefined) continue; // a topic the cursor has no part for: the hub places it on this log
       if (theirs.log !== mine.hash) {
         return { topic, why: `the cursor's offsets in ${topic} are of log ${hex(theirs.log)}, and ${topic} is now log ${hex(mine.hash)} (${mine.identity.id}): the bus was restarted or replaced, or the topic recreated` };
       }
