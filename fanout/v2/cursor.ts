@@ -121,46 +121,59 @@ function writeVarint(buf: Buffer, o: number, v: number): number {
  * servers before logs were named made: tests of that case build one).
  */
 export function encodeCursor(pos: Position, stamp: CursorStamp | null): Buffer {
-  const tags = [...pos.keys()].sort((a, b) => a - b);
+  const tags = pos.size === 1 ? [...pos.keys()] : [...pos.keys()].sort((a, b) => a - b);
   let size = 1;
-  let marks: number[] | null = null;
+  // Each partition's marker, once, in tag then partition order (the encoder is on the hub's per-record path).
+  let n = 0;
   for (const t of tags) {
     const offs = pos.get(t)!;
     size += 1 + varintSize(offs.length);
     for (const o of offs) size += varintSize(o);
     if (stamp === null) continue;
     let base = 0;
-    for (let p = 0; p < offs.length; p++) base = Math.max(base, stamp.mark(t, p, offs[p]!));
-    size += 4 + varintSize(base);
+    if (scratch.length < n + offs.length) scratch = new Float64Array(Math.max(scratch.length * 2, n + offs.length));
     for (let p = 0; p < offs.length; p++) {
       const m = stamp.mark(t, p, offs[p]!);
+      scratch[n + p] = m;
+      if (m > base) base = m;
+    }
+    size += 4 + varintSize(base);
+    for (let p = 0; p < offs.length; p++) {
+      const m = scratch[n + p]!;
       size += m === 0 ? 1 : varintSize(base - m + 1);
     }
+    n += offs.length;
   }
   const buf = Buffer.allocUnsafe(size);
   buf[0] = stamp === null ? CURSOR_VERSION_UNLOGGED : CURSOR_VERSION;
   let o = 1;
+  n = 0;
   for (const t of tags) {
     const offs = pos.get(t)!;
     buf[o++] = t;
     o = writeVarint(buf, o, offs.length);
     for (const x of offs) o = writeVarint(buf, o, x);
     if (stamp === null) continue;
-    buf.writeUInt32BE(stamp.log(t) >>> 0, o);
+    const log = stamp.log(t) >>> 0;
+    buf[o] = log >>> 24;
+    buf[o + 1] = (log >>> 16) & 0xff;
+    buf[o + 2] = (log >>> 8) & 0xff;
+    buf[o + 3] = log & 0xff;
     o += 4;
-    marks ??= [];
-    marks.length = 0;
     let base = 0;
-    for (let p = 0; p < offs.length; p++) {
-      const m = stamp.mark(t, p, offs[p]!);
-      marks.push(m);
-      if (m > base) base = m;
-    }
+    for (let p = 0; p < offs.length; p++) if (scratch[n + p]! > base) base = scratch[n + p]!;
     o = writeVarint(buf, o, base);
-    for (const m of marks) o = writeVarint(buf, o, m === 0 ? 0 : base - m + 1);
+    for (let p = 0; p < offs.length; p++) {
+      const m = scratch[n + p]!;
+      o = writeVarint(buf, o, m === 0 ? 0 : base - m + 1);
+    }
+    n += offs.length;
   }
   return buf;
 }
+
+/** Markers of the cursor being encoded (one encode at a time: no await inside). */
+let scratch = new Float64Array(64);
 
 /** logs: null for a version 1 cursor (made before cursors named their logs). */
 export type CursorDecode = { ok: true; position: Position; logs: Map<TopicTag, TopicLog> | null } | { ok: false; reason: string };

@@ -25,16 +25,22 @@ export class StreamLogs {
     for (const [tag, topic] of topics) {
       const identity = await bus.logIdentity(topic);
       this.logs.set(tag, { identity, hash: logHash(identity.id) });
+      this.hashes[tag] = logHash(identity.id);
+      this.marked[tag] = !identity.exact;
     }
   }
 
   /** The stamp of a position whose markers are `marks` (ignored on exact logs, whose cursors need none). */
   stamp(marks: Marks): CursorStamp {
     return {
-      log: (tag) => this.logs.get(tag)?.hash ?? 0,
-      mark: (tag, p) => (this.logs.get(tag)?.identity.exact !== false ? 0 : (marks.get(tag)?.[p] ?? 0)),
+      log: (tag) => this.hashes[tag] ?? 0,
+      mark: (tag, p) => (this.marked[tag] === true ? (marks.get(tag)?.[p] ?? 0) : 0),
     };
   }
+
+  /** By tag: the log hash, and whether cursors carry markers (not exact). Arrays: the stamp runs per record. */
+  private readonly hashes: number[] = [];
+  private readonly marked: boolean[] = [];
 
   /**
    * Are the offsets of `pos` (a cursor's, with its `logs`) positions in the logs this hub reads? Each topic of
