@@ -866,7 +866,9 @@ export class V2Hub {
   private async oldest(starts: Position, reads: StreamReads, base: Position | null): Promise<string> {
     this.pruneTimeline(starts);
     const checked = this.slotChecked(reads);
-    const mark = await oldestRetainedMark(this.timeline, async (m) => (await this.retainedAt(m.appendedAtMs - SLOT_START_MARGIN_MS, starts, checked)) !== null);
+    // Each probe reads only the checked topics (a binary search: ~20 probes over a full timeline, on Kafka a
+    // ListOffsets round trip per topic each; this runs on the refusal path only).
+    const mark = await oldestRetainedMark(this.timeline, async (m) => (await this.retainedAt(m.appendedAtMs - SLOT_START_MARGIN_MS, starts, checked, true)) !== null);
     let pos = base === null ? null : raisedTo(base, starts);
     if (pos === null && mark !== undefined) pos = await this.slotStartAt(mark, starts, checked);
     pos ??= starts;
@@ -966,9 +968,9 @@ export class V2Hub {
    * when that is a partition's first retained record and the bus has dropped records before it, some of the dropped
    * ones may have been at or after `ms` (never a silent gap: the caller answers OUT_OF_RANGE).
    */
-  private async retainedAt(ms: number, starts: Position, checked: readonly TopicTag[]): Promise<Position | null> {
+  private async retainedAt(ms: number, starts: Position, checked: readonly TopicTag[], checkedOnly = false): Promise<Position | null> {
     const pos: Position = new Map();
-    for (const tag of this.tags()) {
+    for (const tag of checkedOnly ? checked : this.tags()) {
       const offs = toArray(await this.opts.bus.offsetsForTime(this.topicOf(tag), ms));
       const st = starts.get(tag)!;
       if (checked.includes(tag)) for (let p = 0; p < offs.length; p++) if (offs[p]! <= st[p]! && st[p]! > 0) return null;
