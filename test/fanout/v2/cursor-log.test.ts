@@ -159,9 +159,18 @@ describe('stream v2: a cursor belongs to its log, retention is judged per topic'
     assertOtherLog(v1, /before cursors named their log \(version 1\)/);
   });
 
-  it('a stream without entries resumes from a cursor whose transactions are retained after stream.entries rolled over; an entries stream gets OUT_OF_RANGE naming a point it then accepts', async () => {
+  /**
+   * stream.entries rolls over (embedded: its own small bound; Kafka: its log start moved, as retention deletes
+   * segments) while every transaction is retained.
+   */
+  async function entriesRollover(kind: 'embedded' | 'kafka'): Promise<void> {
     const topics = uniqueTopics('cursor-retention');
-    const bus = embedded({ topicLimits: { [topics.entries]: { maxMessagesPerPartition: 20 } } });
+    let bus: Bus;
+    if (kind === 'embedded') bus = embedded({ topicLimits: { [topics.entries]: { maxMessagesPerPartition: 20 } } });
+    else {
+      bus = new KafkaBus({ brokers: await kafkaBrokers(), clientId: 'cursor-retention', log: quietLog() });
+      buses.push(bus);
+    }
     const f = await fanout(bus, topics);
     const a = await live(f, { entries: true });
     const txs = matching(5);
@@ -169,8 +178,15 @@ describe('stream v2: a cursor belongs to its log, retention is judged per topic'
     await a.waitUpdates(() => a.txs().length === 5, 'five');
     const c2 = a.txs()[1]!.getCursor_asU8(); // after the second transaction
     const c2tx = (decodeCursor(c2) as { ok: true; position: Map<TopicTag, number[]> }).position.get(TopicTag.transactions)![0]!;
-    // Ticks roll stream.entries past the cursor's entries offset (0): 60 records, 20 retained.
+    // Ticks roll stream.entries past the cursor's entries offset (0): 60 records, the last 20 retained.
     for (let i = 0; i < 6; i++) await bus.produce(topics.entries, ticks(10));
+    if (kind === 'kafka') {
+      const admin = new Kafka({ brokers: await kafkaBrokers(), logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      await admin.fetchTopicMetadata({ topics: [topics.entries] });
+      await admin.deleteTopicRecords({ topic: topics.entries, partitions: [{ partition: 0, offset: '40' }] });
+      await admin.disconnect();
+    }
     assert.deepEqual((await bus.startOffsets(topics.entries)).get(0), '40');
 
     // The server checks against first offsets it refreshes every second: wait until it refuses the entries stream.
@@ -189,6 +205,7 @@ describe('stream v2: a cursor belongs to its log, retention is judged per topic'
     // The stream without entries: its transactions are all retained, so it resumes, with no gap.
     const b = await resume(f, { cursor: c2 });
     assert.equal(b.status, undefined, b.status?.details);
+    await b.waitUpdates(() => b.txs().length === 3, 'the three after the cursor');
     assert.deepEqual(b.sigs(), txs.slice(2).map((t) => hex(t.signature)));
     assert.ok(!b.updates.some((u) => u.hasGap()), 'no gap: nothing it reads was dropped');
 
@@ -203,7 +220,9 @@ describe('stream v2: a cursor belongs to its log, retention is judged per topic'
     assert.equal(back.status, undefined, back.status?.details);
     assert.deepEqual(back.sigs(), txs.slice(2).map((t) => hex(t.signature)));
     assert.equal(back.updates.filter((u) => u.hasEntry()).length, 20, 'the 20 retained entries');
-  });
+  }
+
+  it('a stream without entries resumes from a cursor whose transactions are retained after stream.entries rolled over; an entries stream gets OUT_OF_RANGE naming a point it then accepts', () => entriesRollover('embedded'));
 
   it('slot starts agree: a stream without entries starts from a slot whose transactions are retained; an entries stream is told the oldest slot it can start from, which it then can', async () => {
     const topics = uniqueTopics('slot-retention');
@@ -249,6 +268,8 @@ describe('stream v2: a cursor belongs to its log, retention is judged per topic'
 
   describe('on a real Kafka broker', function () {
     this.timeout(240_000);
+
+    it('per-topic retention: a stream without entries resumes after stream.entries\' log start moved past its cursor; an entries stream gets OUT_OF_RANGE naming a point it then accepts', () => entriesRollover('kafka'));
 
     it('a cursor of a topic deleted and recreated is refused (FAILED_PRECONDITION) — by its end offset, then by the marker — never served', async () => {
       const brokers = await kafkaBrokers();
