@@ -138,6 +138,14 @@ export const STREAM_ERRORS = {
     retriable: false,
     detail: (c) => `start ${c.what} is older than the bus retains; oldest available: ${c.oldest}`,
   }),
+  cursorOtherLog: row<{ why: string; oldest: string }>({
+    // Not OUT_OF_RANGE: nothing of this log was dropped; the cursor's offsets are positions in another one (the
+    // embedded bus restarted, a Kafka topic recreated), so no replay from them can be right. Start anew.
+    code: Status.FAILED_PRECONDITION,
+    reason: 'cursor_other_log',
+    retriable: false,
+    detail: (c) => `cursor is not a position in the log this server reads: ${c.why}; start from a slot, a time or this log's oldest point: ${c.oldest}`,
+  }),
   invalidStart: row<{ why: string }>({
     code: Status.INVALID_ARGUMENT,
     reason: 'invalid_start',

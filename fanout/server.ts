@@ -121,6 +121,7 @@ export async function startFanout(cfg: FanoutConfig, bus: Bus, rentals: RentalRe
     const entriesTopic = entryEnds === null ? '' : cfg.topics.entries;
     v2?.initEntries(entryEnds);
     v2?.init(txEnds, slotStarts, slotEnds, statusEnds ?? undefined);
+    await v2?.initLogs(); // the log of each topic, which v2 cursors name
     const { onBatch } = new StreamFeed(cfg.topics, cfg.dedupeWindow, hub, v2, tables, { slotStatus: statusTopic, entries: entriesTopic });
     const offsets = new Map([[txTopic, txEnds], [slotsTopic, slotStarts]]);
     if (statusEnds !== null) offsets.set(statusTopic, statusEnds);

@@ -7,7 +7,9 @@
 //   heartbeat newest=<slot> cursor=<cursor>            (--verbose only)
 // --json prints one object per update with its seq and cursor. "subscribed" goes to stderr once the filter is
 // acknowledged; a refused filter or an error status goes to stderr with exit 1. Resume a stream later with
-// --from-cursor and the last cursor printed.
+// --from-cursor and the last cursor printed. A start the server cannot serve (OUT_OF_RANGE: older than the bus
+// retains; FAILED_PRECONDITION cursor_other_log: a cursor of another log, e.g. before the service restarted) also
+// prints the options that start from the oldest point the server named.
 import * as grpc from '@grpc/grpc-js';
 import bs58 from 'bs58';
 import { Timestamp } from 'google-protobuf/google/protobuf/timestamp_pb';
@@ -82,6 +84,14 @@ export function formatUpdate(u: SubscribeUpdate, opts: { json: boolean; verbose:
   return undefined;
 }
 
+/** `--from-cursor C` (or `--from-slot N`) for the oldest point an OUT_OF_RANGE or cursor_other_log status names. */
+export function oldestHint(s: Pick<grpc.StatusObject, 'code' | 'details'>): string | undefined {
+  if (s.code !== grpc.status.OUT_OF_RANGE && s.code !== grpc.status.FAILED_PRECONDITION) return undefined;
+  const m = /(?:oldest available|oldest point): cursor ([A-Za-z0-9_-]+)(?:, slot (\d+))?/.exec(s.details);
+  if (m === null) return undefined;
+  return `--from-cursor ${m[1]}${m[2] === undefined ? '' : ` (or --from-slot ${m[2]})`}`;
+}
+
 function codeName(code: number): string {
   return (Object.entries(grpc.status).find(([, v]) => v === code)?.[0] ?? 'UNKNOWN') + ` (${code})`;
 }
@@ -133,6 +143,8 @@ export async function runV2(args: ParsedArgs): Promise<number> {
       if (stopping && s.code === grpc.status.CANCELLED) return resolve(0);
       const details = s.details === '' ? '' : `: ${s.details}`;
       process.stderr.write(`meridian subscribe: stream ended ${codeName(s.code)}${details}\n`);
+      const hint = oldestHint(s);
+      if (hint !== undefined) process.stderr.write(`meridian subscribe: to start from the oldest point the server holds: ${hint}\n`);
       resolve(s.code === grpc.status.OK ? 0 : 1);
     });
     const f = new TransactionFilter();

@@ -19,13 +19,15 @@ import { fanoutMetrics } from '../metrics';
 import type { QueueBudget } from '../queue-budget';
 import type { StreamLimits, StreamOrigin } from '../stream-limits';
 import { StreamUsage } from '../stream-usage';
-import { clonePosition, cursorText, decodeCursor, encodeCursor, TopicTag, type Position } from './cursor';
+import { clonePosition, cloneMarks, cursorText, decodeCursor, encodeCursor, marksFor, stampOf, TopicTag, type Marks, type Position } from './cursor';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import { UpdateCompression } from './compression';
 import { allUnresolved, matchWithLoaded, mergeSplit } from './loaded-match';
 import type { V2Start } from './request';
 import { V2Session, type ReplayRecord, type ResolvedStart, type V2Context, type V2Port } from './session';
-import { SlotTimeline } from './slot-timeline';
+import { SlotTimeline, type SlotMark } from './slot-timeline';
+import { firstDropped, oldestRetainedMark, raisedTo, raiseUnread, READS_ALL, readsTag, type StreamReads } from './start-check';
+import { StreamLogs } from './stream-logs';
 
 // The v2 hub: between the bus reader the fanout already runs and the v2 streams. It keeps the live bus position
 // (next offset per partition of each stream topic: every update's cursor), matches each transaction once through
@@ -130,6 +132,13 @@ export class V2Hub {
   private readonly sessions = new Set<V2Session>();
   private readonly replaying = new Set<V2Session>();
   private readonly position: Position = new Map();
+  /** The log of each topic read, for the cursors (stream-logs.ts). */
+  private readonly logs = new StreamLogs();
+  /** The markers of `position` (cursor.ts Marks): the append time of the last record read per partition. */
+  private readonly marks: Marks = new Map();
+  /** The marker `advance` replaced: of the offset of the record just read (a cursor before that record). */
+  private prevMark = 0;
+  private readonly stamp = this.logs.stamp(this.marks);
   private cursorCache: Buffer | null = null;
   /** Slots-topic records below these offsets were read as history at start (the timeline), not sent live. */
   private slotsLiveFrom: number[] = [];
@@ -181,9 +190,11 @@ export class V2Hub {
       now: this.now,
       hubPosition: () => this.position,
       hubCursor: () => this.cursor(),
+      encodeCursor: (p, marks) => this.cursorOf(p, marks),
+      hubMarks: () => this.marks,
       livePosition: () => this.livePosition(),
       newestSlot: () => this.newest,
-      resolveStart: (s, entries) => this.resolveStart(s, entries),
+      resolveStart: (s, entries, reads) => this.resolveStart(s, entries, reads),
       get entriesUnavailable() {
         return hub.entriesOff;
       },
@@ -248,6 +259,22 @@ export class V2Hub {
     this.slotsLiveFrom = toArray(slotsEnds);
     this.cursorCache = null;
     this.refreshStarts();
+  }
+
+  /**
+   * Reads the log behind each topic init() set, which every cursor names (stream-logs.ts). Called once after
+   * init(), before the reader starts.
+   */
+  async initLogs(): Promise<void> {
+    await this.logs.init(this.opts.bus, new Map(this.tags().map((t) => [t, this.topicOf(t)])));
+    for (const [tag, offs] of this.position) if (!this.marks.has(tag)) this.marks.set(tag, offs.map(() => 0));
+    this.cursorCache = null;
+  }
+
+  /** A cursor of `p` on the logs this hub reads (what its streams' updates carry), with the markers `marks`. */
+  cursorOf(p: Position, marks?: Marks): Buffer {
+    if (marks === undefined && p === this.position) return encodeCursor(p, this.stamp);
+    return encodeCursor(p, this.logs.stamp(marks ?? marksFor(p, [[this.position, this.marks]])));
   }
 
   /** Is this slots-topic record history (read at start for the timeline), not to be sent to anyone? */
@@ -458,8 +485,12 @@ export class V2Hub {
     const o = Number(m.offset);
     const at = offs[p] ?? 0;
     if (o < at) return false;
-    if (o > at && o > liveFrom) this.liveGap(tag, p, Math.max(at, liveFrom), o);
+    if (o > at && o > liveFrom) this.liveGap(tag, p, Math.max(at, liveFrom), o, m.timestamp);
     offs[p] = o + 1;
+    let mk = this.marks.get(tag);
+    if (mk === undefined) this.marks.set(tag, (mk = []));
+    this.prevMark = o === at ? (mk[p] ?? 0) : m.timestamp;
+    mk[p] = m.timestamp;
     this.cursorCache = null;
     return true;
   }
@@ -500,14 +531,16 @@ export class V2Hub {
     const after = this.cursor();
     const beforePos = clonePosition(this.position);
     beforePos.get(TopicTag.entries)![p] = o;
-    const before = encodeCursor(beforePos);
+    const beforeMarks = cloneMarks(this.marks);
+    beforeMarks.get(TopicTag.entries)![p] = this.prevMark;
+    const before = this.cursorOf(beforePos, beforeMarks);
     // Shared parts per transaction, for the two cursors (most entries are matched by one stream or the same few).
     const cache = new Map<number, Buffer>();
     for (const [s, list] of perStream) {
       let own: { after: Buffer; before: Buffer } | null = null;
       if (s.hasFloor) {
         const a = s.cursor();
-        if (a !== after) own = { after: a, before: withEntryOffset(a, p, o) };
+        if (a !== after) own = { after: a, before: withEntryOffset(a, p, o, this.prevMark) };
       }
       for (let k = 0; k < list.length; k++) {
         const { i, mask, set } = list[k]!;
@@ -624,13 +657,16 @@ export class V2Hub {
    * The hub's own reader lost [from, to) to retention (the embedded bus drops what a reader that far behind has
    * not read). Every live stream is told, with the range, before anything after it.
    */
-  private liveGap(tag: TopicTag, p: number, from: number, to: number): void {
+  private liveGap(tag: TopicTag, p: number, from: number, to: number, toTime: number): void {
     const before = clonePosition(this.position);
     before.get(tag)![p] = from;
-    const fromCursor = encodeCursor(before);
+    const fromCursor = this.cursorOf(before);
     const after = clonePosition(this.position);
     after.get(tag)![p] = to;
-    const cursor = encodeCursor(after);
+    // The record below `to` was lost: the one at `to` was appended no earlier (a valid marker for the offset).
+    const afterMarks = marksFor(after, [[this.position, this.marks]]);
+    (afterMarks.get(tag) ?? [])[p] = toTime;
+    const cursor = this.cursorOf(after, afterMarks);
     for (const s of this.sessions) if (s.isLive) s.gap(fromCursor, cursor, to - from);
   }
 
@@ -646,7 +682,7 @@ export class V2Hub {
   }
 
   private cursor(): Buffer {
-    return (this.cursorCache ??= encodeCursor(this.position));
+    return (this.cursorCache ??= encodeCursor(this.position, this.stamp));
   }
 
   private livePosition(): Position {
@@ -764,7 +800,7 @@ export class V2Hub {
     const list = this.matchRaw(index, r, () => true)?.get(s);
     if (list === undefined) return;
     const after = cursor();
-    const before = withEntryOffset(after, rec.partition, rec.offset);
+    const before = withEntryOffset(after, rec.partition, rec.offset, s.replayPrevMark);
     for (let k = 0; k < list.length; k++) {
       const c = k === list.length - 1 ? after : before;
       s.deliverTx(list[k]!.mask, list[k]!.set, this.rawShared(c, r, list[k]!.i), c, true);
@@ -808,34 +844,66 @@ export class V2Hub {
 
   private refreshing = false;
 
-  /** The oldest point a start may name, for OUT_OF_RANGE: a cursor, and the oldest slot still retained. */
-  private oldest(starts: Position): string {
+  /** Forgets slot marks the bus no longer holds (the slots topic's first retained offsets). */
+  private pruneTimeline(starts: Position): void {
     const slotStarts = starts.get(TopicTag.slots)!;
-    let oldestSlot: bigint | undefined;
     for (let m = this.timeline.oldest; m !== undefined; ) {
-      if (m.offset >= (slotStarts[m.partition] ?? 0)) {
-        oldestSlot = m.slot;
-        break;
-      }
+      if (m.offset >= (slotStarts[m.partition] ?? 0)) return;
       this.timeline.dropBefore(m.partition, slotStarts[m.partition] ?? 0);
       m = this.timeline.oldest;
     }
-    return `cursor ${cursorText(encodeCursor(starts))}${oldestSlot === undefined ? '' : `, slot ${oldestSlot}`}`;
   }
 
-  private outOfRange(what: string, starts: Position): StreamError {
+  /** The topics a slot start is checked on for the stream (the slots topic is judged by the timeline). */
+  private slotChecked(reads: StreamReads): TopicTag[] {
+    return [TopicTag.transactions, TopicTag.entries].filter((t) => readsTag(reads, t));
+  }
+
+  /**
+   * The oldest point a start of this stream may name (start-check.ts): a cursor — `base` (a refused cursor) raised
+   * to the first retained offsets, else where a start from the oldest retained slot begins, else the first retained
+   * offsets — and that slot.
+   */
+  private async oldest(starts: Position, reads: StreamReads, base: Position | null): Promise<string> {
+    this.pruneTimeline(starts);
+    const checked = this.slotChecked(reads);
+    // Each probe reads only the checked topics (a binary search: ~20 probes over a full timeline, on Kafka a
+    // ListOffsets round trip per topic each; this runs on the refusal path only).
+    const mark = await oldestRetainedMark(this.timeline, async (m) => (await this.retainedAt(m.appendedAtMs - SLOT_START_MARGIN_MS, starts, checked, true)) !== null);
+    let pos = base === null ? null : raisedTo(base, starts);
+    if (pos === null && mark !== undefined) pos = await this.slotStartAt(mark, starts, checked);
+    pos ??= starts;
+    return `cursor ${cursorText(this.cursorOf(raisedTo(pos, starts)))}${mark === undefined ? '' : `, slot ${mark.slot}`}`;
+  }
+
+  private async outOfRange(what: string, starts: Position, reads: StreamReads, base: Position | null = null): Promise<StreamError> {
     this.counts.outOfRange++;
-    return streamError('outOfRange', { what, oldest: this.oldest(starts) });
+    return streamError('outOfRange', { what, oldest: await this.oldest(starts, reads, base) });
   }
 
-  async resolveStart(s: V2Start, entries = false): Promise<ResolvedStart | StreamError> {
+  private async otherLog(why: string, starts: Position, reads: StreamReads): Promise<StreamError> {
+    return streamError('cursorOtherLog', { why, oldest: await this.oldest(starts, reads, null) });
+  }
+
+  /**
+   * Where a start of this stream begins and whether the bus still holds it: judged per topic, on the topics the
+   * stream reads (`reads`, start-check.ts); a topic it does not read is raised to its first retained offset.
+   */
+  async resolveStart(s: V2Start, entries = false, reads: StreamReads = READS_ALL): Promise<ResolvedStart | StreamError> {
     const from = s.from;
     if (from === undefined) return { position: null, minSlot: 0n };
     const starts = await this.starts();
     if ('cursor' in from) {
       const d = decodeCursor(from.cursor);
       if (!d.ok) return streamError('invalidStart', { why: `cursor: ${d.reason}` });
+      // A cursor names the logs its offsets are of (cursor.ts); one of another log gets FAILED_PRECONDITION, never
+      // data. One made before cursors named logs proves nothing: refused alike (on the embedded bus it is of
+      // another log for certain, since a server before this one ran on a bus of its own).
+      if (d.logs === null) return this.otherLog('the cursor was made before cursors named their log (version 1): nothing proves its offsets are of this log', starts, reads);
+      const mismatch = await this.logs.check(this.opts.bus, d.position, d.logs, (t) => this.topicOf(t));
+      if (mismatch !== null) return this.otherLog(mismatch.why, starts, reads);
       const pos = d.position;
+      const orig = clonePosition(pos);
       if (!pos.has(TopicTag.slots)) pos.set(TopicTag.slots, this.livePosition().get(TopicTag.slots)!);
       if (!this.position.has(TopicTag.slotStatus)) {
         // This fanout does not read the status topic: that part of the cursor has nothing to resume here.
@@ -860,43 +928,53 @@ export class V2Hub {
         const en = ends.get(tag)!;
         if (offs.length !== st.length) return streamError('invalidStart', { why: `cursor names ${offs.length} partitions of ${this.topicOf(tag)}, which has ${st.length}` });
         for (let p = 0; p < offs.length; p++) {
-          if (offs[p]! < st[p]!) return this.outOfRange(`cursor ${cursorText(from.cursor)}`, starts);
           if (offs[p]! > en[p]!) return streamError('invalidStart', { why: `cursor is ahead of this bus at ${this.topicOf(tag)}/${p} (a cursor of another cluster?)` });
         }
       }
-      return { position: pos, minSlot: 0n };
+      if (firstDropped(pos, starts, reads) !== null) return this.outOfRange(`cursor ${cursorText(from.cursor)}`, starts, reads, pos);
+      raiseUnread(pos, starts, reads);
+      const theirs = new Map([...d.logs].map(([t, l]) => [t, l.marks] as const));
+      return { position: pos, minSlot: 0n, marks: marksFor(pos, [[orig, theirs], [this.position, this.marks]]) };
     }
     if ('slot' in from) {
-      this.oldest(starts); // drops timeline marks the bus no longer holds
+      this.pruneTimeline(starts);
       const oldest = this.timeline.oldest;
       if (oldest === undefined || from.slot > this.timeline.newest!.slot) {
         // Nothing retained yet, or a slot not seen yet: live, and nothing older than the slot.
         if (oldest !== undefined || from.slot > this.newest) return { position: null, minSlot: from.slot };
-        return this.outOfRange(`slot ${from.slot}`, starts);
+        return this.outOfRange(`slot ${from.slot}`, starts, reads);
       }
-      if (from.slot < oldest.slot) return this.outOfRange(`slot ${from.slot}`, starts);
-      const mark = this.timeline.atOrAfter(from.slot)!;
-      const at = mark.appendedAtMs - SLOT_START_MARGIN_MS;
-      const pos = await this.positionsAt(at, starts, `slot ${from.slot}`, [TopicTag.transactions, TopicTag.entries]);
-      if ('code' in pos) return pos;
-      pos.get(TopicTag.slots)![mark.partition] = Math.min(pos.get(TopicTag.slots)![mark.partition]!, mark.offset);
+      if (from.slot < oldest.slot) return this.outOfRange(`slot ${from.slot}`, starts, reads);
+      const pos = await this.slotStartAt(this.timeline.atOrAfter(from.slot)!, starts, this.slotChecked(reads));
+      if (pos === null) return this.outOfRange(`slot ${from.slot}`, starts, reads);
+      raiseUnread(pos, starts, reads);
       return { position: pos, minSlot: from.slot };
     }
-    const pos = await this.positionsAt(from.timeMs, starts, `time ${new Date(from.timeMs).toISOString()}`);
-    return 'code' in pos ? pos : { position: pos, minSlot: 0n };
+    const pos = await this.retainedAt(from.timeMs, starts, this.tags().filter((t) => readsTag(reads, t)));
+    if (pos === null) return this.outOfRange(`time ${new Date(from.timeMs).toISOString()}`, starts, reads);
+    raiseUnread(pos, starts, reads);
+    return { position: pos, minSlot: 0n };
+  }
+
+  /** Where a start from the slot of `mark` begins, or null when the bus no longer holds it on `checked`. */
+  private async slotStartAt(mark: SlotMark, starts: Position, checked: readonly TopicTag[]): Promise<Position | null> {
+    const pos = await this.retainedAt(mark.appendedAtMs - SLOT_START_MARGIN_MS, starts, checked);
+    if (pos === null) return null;
+    pos.get(TopicTag.slots)![mark.partition] = Math.min(pos.get(TopicTag.slots)![mark.partition]!, mark.offset);
+    return pos;
   }
 
   /**
-   * Offsets of the first records appended at or after `ms`. When that is a partition's first retained record and
-   * the bus has dropped records before it, some of the dropped ones may have been at or after `ms`: OUT_OF_RANGE
-   * (never a silent gap; the error names the oldest point to start from instead).
+   * Offsets of the first records appended at or after `ms`, or null when a topic of `checked` no longer holds them:
+   * when that is a partition's first retained record and the bus has dropped records before it, some of the dropped
+   * ones may have been at or after `ms` (never a silent gap: the caller answers OUT_OF_RANGE).
    */
-  private async positionsAt(ms: number, starts: Position, what: string, checked: readonly TopicTag[] = this.tags()): Promise<Position | StreamError> {
+  private async retainedAt(ms: number, starts: Position, checked: readonly TopicTag[], checkedOnly = false): Promise<Position | null> {
     const pos: Position = new Map();
-    for (const tag of this.tags()) {
+    for (const tag of checkedOnly ? checked : this.tags()) {
       const offs = toArray(await this.opts.bus.offsetsForTime(this.topicOf(tag), ms));
       const st = starts.get(tag)!;
-      if (checked.includes(tag)) for (let p = 0; p < offs.length; p++) if (offs[p]! <= st[p]! && st[p]! > 0) return this.outOfRange(what, starts);
+      if (checked.includes(tag)) for (let p = 0; p < offs.length; p++) if (offs[p]! <= st[p]! && st[p]! > 0) return null;
       pos.set(tag, offs);
     }
     return pos;
@@ -922,12 +1000,22 @@ export class V2Hub {
   }
 }
 
-/** `cursor` with one entries-topic partition set back to `offset` (the cursor before that record). */
-function withEntryOffset(cursor: Buffer, partition: number, offset: number): Buffer {
+/**
+ * `cursor` with one entries-topic partition set back to `offset` (the cursor before that record), whose marker is
+ * `mark` (of the record below it).
+ */
+function withEntryOffset(cursor: Buffer, partition: number, offset: number, mark: number): Buffer {
   const d = decodeCursor(cursor);
   if (!d.ok) return cursor; // our own encoding: cannot happen
   const offs = d.position.get(TopicTag.entries);
   if (offs === undefined) return cursor;
   offs[partition] = offset;
-  return encodeCursor(d.position);
+  if (d.logs === null) return encodeCursor(d.position, null);
+  const l = d.logs.get(TopicTag.entries);
+  if (l !== undefined) {
+    const marks = l.marks.slice();
+    marks[partition] = mark;
+    d.logs.set(TopicTag.entries, { log: l.log, marks });
+  }
+  return encodeCursor(d.position, stampOf(d.logs));
 }

@@ -8,7 +8,8 @@ import type { QueueBudget } from '../queue-budget';
 import type { StreamOrigin } from '../stream-limits';
 import { SubscriberQueue, type Overflow, type Sink } from '../subscriber-queue';
 import { UpdateRate } from '../update-rate';
-import { clonePosition, cursorText, encodeCursor, TopicTag, type Position } from './cursor';
+import { clonePosition, cloneMarks, cursorText, marksFor, TopicTag, type Marks, type Position } from './cursor';
+import type { StreamReads } from './start-check';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import type { UpdateCompression } from './compression';
 import type { V2Request } from './request';
@@ -34,6 +35,8 @@ export interface V2Port extends Sink {
 export interface ResolvedStart {
   /** Where to begin; null = live. */
   position: Position | null;
+  /** The markers of `position` (cursor.ts Marks), where known. */
+  marks?: Marks;
   minSlot: bigint;
 }
 
@@ -47,11 +50,18 @@ export interface V2Context {
   /** The hub's live position (next offset per partition of each topic) and its encoding. */
   hubPosition(): Position;
   hubCursor(): Buffer;
+  /** A cursor of `p` with its markers `marks`, naming the hub's logs (cursor.ts, stream-logs.ts). */
+  encodeCursor(p: Position, marks: Marks): Buffer;
+  /** The markers of the hub's position. */
+  hubMarks(): Marks;
   /** Where a live start begins (the hub's position; the slots topic past the history read at start). */
   livePosition(): Position;
   newestSlot(): bigint;
-  /** `entries`: the stream reads stream.entries (Entry updates or RAW filters), so a cursor must name it. */
-  resolveStart(req: NonNullable<V2Request['start']>, entries: boolean): Promise<ResolvedStart | StreamError>;
+  /**
+   * `entries`: the stream reads stream.entries (Entry updates or RAW filters), so a cursor must name it. `reads`:
+   * the topics the stream reads, the only ones retention is judged on (start-check.ts).
+   */
+  resolveStart(req: NonNullable<V2Request['start']>, entries: boolean, reads: StreamReads): Promise<ResolvedStart | StreamError>;
   /** Why this server serves no entries and no RAW (stream.entries is not read); null when it does. */
   readonly entriesUnavailable: string | null;
   /** This stream now has (true) or no longer has (false) a filter delivered RAW. */
@@ -125,6 +135,12 @@ export class V2Session {
   private skipPolicy = false;
   /** Live: records below these offsets were delivered by the replay (or precede a live start). */
   private floor: Position | null = null;
+  /** The floor's markers (null: the hub's, for a live start). */
+  private floorMarks: Marks | null = null;
+  /** The replay position's markers (cursor.ts Marks). */
+  private replayMarks: Marks = new Map();
+  /** The marker the last replayed record replaced: of the position before that record (hub.ts replayEntry). */
+  replayPrevMark = 0;
   // Replay
   private replayPos: Position | null = null;
   private replayIndex: FilterIndex<V2Session> | null = null;
@@ -298,14 +314,25 @@ export class V2Session {
     }
     if (s.from === undefined) {
       this.floor = this.ctx.livePosition();
+      this.floorMarks = null;
       this.state = 'live';
       return;
     }
     this.state = 'resolving';
-    this.ctx.resolveStart(s, this.entries || this.rawMask !== 0).then(
+    this.ctx.resolveStart(s, this.entries || this.rawMask !== 0, this.reads()).then(
       (r) => this.begin(r),
       (e: unknown) => this.fail(streamError('replayFailed', { why: e instanceof Error ? e.message : String(e) })),
     );
+  }
+
+  /** The topics this stream reads as it starts (start-check.ts StreamReads). */
+  private reads(): StreamReads {
+    const fs = this.filters?.filters ?? [];
+    return {
+      transactions: fs.length === 0 || fs.some((f) => (this.rawMask & (1 << f.slot)) === 0),
+      slots: this.slots,
+      entries: this.entries || this.rawMask !== 0,
+    };
   }
 
   private begin(r: ResolvedStart | StreamError): void {
@@ -314,10 +341,12 @@ export class V2Session {
     this.minSlot = r.minSlot;
     if (r.position === null) {
       this.floor = this.ctx.livePosition();
+      this.floorMarks = null;
       this.state = 'live';
       return;
     }
     this.replayPos = clonePosition(r.position);
+    this.replayMarks = r.marks === undefined ? new Map() : cloneMarks(r.marks);
     this.state = 'replaying';
     if (this.checkCaughtUp()) return;
     this.ctx.watch(this); // nothing to replay: ReplayComplete at once, no reader opened
@@ -351,8 +380,12 @@ export class V2Session {
       }
       if (r.offset > next) this.retentionGap(r, next);
       offs[r.partition] = r.offset + 1;
+      let mk = this.replayMarks.get(r.tag);
+      if (mk === undefined) this.replayMarks.set(r.tag, (mk = []));
+      this.replayPrevMark = r.offset === next ? (mk[r.partition] ?? 0) : r.timestamp;
+      mk[r.partition] = r.timestamp;
       let cursor: Buffer | null = null;
-      const waiting = this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= encodeCursor(pos)));
+      const waiting = this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= this.ctx.encodeCursor(pos, this.replayMarks)));
       if (waiting !== undefined) {
         this.replayWaiting = true;
         await waiting;
@@ -369,7 +402,11 @@ export class V2Session {
     before.get(r.tag)![r.partition] = next;
     const after = clonePosition(this.replayPos!);
     after.get(r.tag)![r.partition] = r.offset;
-    this.push(encodeGap(encodeCursor(after), this.ctx.now(), { fromCursor: encodeCursor(before), reason: GapReason.retention, count: r.offset - next, firstSlot: 0n, lastSlot: 0n }), encodeCursor(after), 0);
+    // The record below r.offset was lost: r was appended no earlier (a valid marker for that offset).
+    const afterMarks = cloneMarks(this.replayMarks);
+    (afterMarks.get(r.tag) ?? [])[r.partition] = r.timestamp;
+    const cursor = this.ctx.encodeCursor(after, afterMarks);
+    this.push(encodeGap(cursor, this.ctx.now(), { fromCursor: this.ctx.encodeCursor(before, this.replayMarks), reason: GapReason.retention, count: r.offset - next, firstSlot: 0n, lastSlot: 0n }), cursor, 0);
   }
 
   /** One more record now, if the queue has room and the rate allows (no promise on the common path). */
@@ -402,6 +439,7 @@ export class V2Session {
       for (let p = 0; p < offs.length; p++) if ((m[p] ?? 0) < offs[p]!) return false;
     }
     this.floor = mine;
+    this.floorMarks = this.replayMarks;
     this.state = 'live';
     this.endReplay();
     const cursor = this.cursor();
@@ -478,7 +516,7 @@ export class V2Session {
 
   /** This stream's position: the replay's while replaying, else the hub's (raised to the floor where it is ahead). */
   cursor(): Buffer {
-    if (this.state === 'replaying') return encodeCursor(this.replayPos!);
+    if (this.state === 'replaying') return this.ctx.encodeCursor(this.replayPos!, this.replayMarks);
     const hub = this.ctx.hubPosition();
     const f = this.floor;
     if (f === null) return this.ctx.hubCursor();
@@ -497,7 +535,8 @@ export class V2Session {
       for (let p = 0; p < offs.length; p++) m[p] = Math.max(m[p] ?? 0, offs[p]!);
       merged.set(tag, m);
     }
-    return encodeCursor(merged);
+    const hubMarks = this.ctx.hubMarks();
+    return this.ctx.encodeCursor(merged, marksFor(merged, this.floorMarks === null ? [[hub, hubMarks]] : [[hub, hubMarks], [f, this.floorMarks]]));
   }
 
   /** `shared`: the update's body shared with other streams, written after `buf` (frameHead) without a copy here. */

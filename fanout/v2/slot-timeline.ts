@@ -25,6 +25,11 @@ export class SlotTimeline {
     return this.marks[0];
   }
 
+  /** The i-th mark in slot order (0 = oldest). */
+  at(i: number): SlotMark | undefined {
+    return this.marks[i];
+  }
+
   get newest(): SlotMark | undefined {
     return this.marks[this.marks.length - 1];
   }

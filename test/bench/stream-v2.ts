@@ -5,7 +5,7 @@ import { StreamFeed } from '../../fanout/stream-feed';
 import { streamResources } from '../../fanout/stream-resources';
 import { Fanout } from '../../fanout/v1/hub';
 import { V2Hub } from '../../fanout/v2/hub';
-import { encodeCursor, TopicTag } from '../../fanout/v2/cursor';
+import { TopicTag } from '../../fanout/v2/cursor';
 import { encodeEntryRecord } from '../../bus/topics/stream-entries';
 import { makeTx, quietLog, testConfig, testKey, testKey58, txRecord, uniqueTopics } from '../fanout/support';
 import type { BenchResult } from './stats';
@@ -139,6 +139,7 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   const v1b = new Fanout(cfg, framedEncoder(wireEncoder), quietLog(), Date.now, undefined, resources);
   const hub = new V2Hub(cfg, { bus, ...resources, log: quietLog() });
   hub.init(new Map([[0, String(RECORDS)]]), new Map([[0, '0']]), new Map([[0, '0']]));
+  await hub.initLogs();
   let written = 0;
   let done: () => void = () => undefined;
   const finished = new Promise<void>((r) => (done = r));
@@ -150,7 +151,7 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   s.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'default', matchLoaded: false } } } });
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  s.handle({ start: { from: { cursor: encodeCursor(new Map([[TopicTag.transactions, [0]], [TopicTag.slots, [0]]])) }, lagPolicy: 'close', raw: false, slots: false } });
+  s.handle({ start: { from: { cursor: hub.cursorOf(new Map([[TopicTag.transactions, [0]], [TopicTag.slots, [0]]])) }, lagPolicy: 'close', raw: false, slots: false } });
   await finished; // the ack, RECORDS transactions, ReplayComplete
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(c0);

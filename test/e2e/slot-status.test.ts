@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { SlotStatus, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
-import { decodeCursor, encodeCursor, TopicTag } from '../../fanout/v2/cursor';
+import { decodeCursor, encodeCursor, stampOf, TopicTag } from '../../fanout/v2/cursor';
 import type { Running } from '../../infra/launcher';
 import { V2Client } from '../fanout/v2/client';
 import { kafkaBrokers } from '../support/kafka';
@@ -98,7 +98,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
       old.delete(TopicTag.slotStatus);
       const c = new V2Client(stream);
       clients.push(c);
-      c.start({ cursor: encodeCursor(old), slots: true });
+      c.start({ cursor: encodeCursor(old, d.ok && d.logs !== null ? stampOf(d.logs) : null), slots: true });
 
       const expected = slotUpdates(a.updates.slice(mid + 1));
       const within = (x: V2Client): boolean => slotUpdates(x.updates).length >= expected.length;

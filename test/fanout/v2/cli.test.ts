@@ -12,6 +12,7 @@ interface Run {
   out: () => string;
   err: () => string;
   stop: () => Promise<number | null>;
+  exited: Promise<number | null>;
 }
 
 function runCli(args: string[]): Run {
@@ -29,6 +30,7 @@ function runCli(args: string[]): Run {
       child.kill('SIGINT');
       return closed;
     },
+    exited: closed,
   };
 }
 
@@ -61,6 +63,31 @@ describe('meridian subscribe --v2', function () {
     assert.equal(await b.stop(), 0, b.err());
     const again = b.out().trim().split('\n').map((l) => JSON.parse(l) as Line);
     assert.deepEqual(again.filter((l) => l.signature !== undefined).map((l) => l.signature), missed.map((t) => bs58.encode(t.signature)));
+  });
+
+  it('a cursor from before a restart (another bus): exit 1 with FAILED_PRECONDITION, and the options to start from the oldest point, which work', async () => {
+    const key = testKey(9, 4343);
+    const prev = await startTestFanout({ topics: f.cfg.topics }); // the same topics, on a bus of its own: a run before
+    const a = runCli(['--url', prev.address, '--include', testKey58(9, 4343), '--json']);
+    await waitFor(() => a.err().includes('subscribed'), 20_000, 'subscribed');
+    await waitFor(() => prev.fanout.v2Stats()!.streams === 1, 5000, 'stream open');
+    await prev.publishTx(...Array.from({ length: 2 }, () => makeTx({ keys: [key], slot: 79n })));
+    await waitFor(() => a.out().trim().split('\n').length >= 2, 20_000, 'two lines');
+    assert.equal(await a.stop(), 0, a.err());
+    await prev.close();
+    const old = (JSON.parse(a.out().trim().split('\n')[0]!) as Line).cursor;
+    const now = Array.from({ length: 3 }, () => makeTx({ keys: [key], slot: 80n }));
+    await f.publishTx(...now);
+    const b = runCli(['--url', f.address, '--include', testKey58(9, 4343), '--json', '--from-cursor', old]);
+    assert.equal(await b.exited, 1, b.err());
+    assert.match(b.err(), /stream ended FAILED_PRECONDITION \(9\): cursor is not a position in the log this server reads/);
+    assert.equal(b.out(), '', 'nothing served');
+    const hinted = /--from-cursor ([A-Za-z0-9_-]+)/.exec(b.err())![1]!;
+    const c = runCli(['--url', f.address, '--include', testKey58(9, 4343), '--json', '--from-cursor', hinted]);
+    await waitFor(() => c.out().includes('replayComplete'), 20_000, 'replay complete');
+    assert.equal(await c.stop(), 0, c.err());
+    const got = c.out().trim().split('\n').map((l) => JSON.parse(l) as Line).filter((l) => l.signature !== undefined);
+    assert.deepEqual(got.map((l) => l.signature), now.map((t) => bs58.encode(t.signature)));
   });
 
   it('refuses --from-slot without --v2 and two starts at once (exit 2)', async () => {

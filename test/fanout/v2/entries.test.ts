@@ -11,7 +11,7 @@ import type { BatchOutput } from '../../../ingest/pipeline';
 import { publishSink } from '../../../ingest/publish-sink';
 import { Publisher } from '../../../ingest/publisher';
 import type { DecodedTxn } from '../../../proto/txn/decode';
-import { decodeCursor, encodeCursor, TopicTag } from '../../../fanout/v2/cursor';
+import { decodeCursor, encodeCursor, stampOf, TopicTag } from '../../../fanout/v2/cursor';
 import { startFanout } from '../../../fanout/server';
 import { FilterAckStatus, type SubscribeUpdate } from '../../../proto/gen/stream_v2_pb';
 import { closeConnection, connect, payerOf, rpc, startNode } from '../../localchain/support';
@@ -248,7 +248,7 @@ for (const kind of ['embedded', 'kafka'] as const) {
       const d = decodeCursor(a.txs()[0]!.getCursor_asU8());
       assert.ok(d.ok);
       d.position.delete(TopicTag.entries);
-      const old = encodeCursor(d.position);
+      const old = encodeCursor(d.position, d.logs === null ? null : stampOf(d.logs));
       const ok = client();
       ok.add('a', [w58]);
       ok.start({ cursor: old });
