@@ -267,7 +267,9 @@ async function startRpcComponent(cfg: RpcGatewayConfig, f: Floor, usage: () => U
   const local = chain === undefined ? [] : [{ http: chain.httpUrl, ws: chain.wsUrl }];
   // unmetNeeds() refused a start with no upstream; this is the same rule for a caller that skipped it.
   if (cfg.upstreams.length === 0 && local.length === 0) throw new ConfigError('gateways.rpc: no upstream (set gateways.rpc.upstreams, or run the local chain)');
-  const gw = await startRpcGateway(cfg, { rentals: f.rentals, log: f.log.child({ component: 'rpc' }), usage: usage(), upstreams: local });
+  // Fleet limits need other instances to exchange with: on the embedded bus this process is the whole fleet.
+  const fleetBus = f.bus.kind === 'kafka' ? f.bus : undefined;
+  const gw = await startRpcGateway(cfg, { rentals: f.rentals, log: f.log.child({ component: 'rpc' }), usage: usage(), upstreams: local, ...(fleetBus === undefined ? {} : { fleetBus }) });
   return { http: gw.http.url, ws: gw.ws.url, stop: () => gw.close() };
 }
 
