@@ -230,7 +230,9 @@ async function startSubmitComponent(
   if (!cfg.enabled) return undefined;
   const local = chain === undefined ? [] : [chain.httpUrl];
   if (cfg.forwardUrls.length === 0 && local.length === 0) throw new ConfigError('gateways.submit: no forward target (set gateways.submit.forwardUrls, or run the local chain node)');
-  const service = await startSubmit(cfg, { bus: f.bus, rentals: f.rentals, usage: usage(), log: f.log.child({ component: 'submit' }), defaultUpstreams: local });
+  // Fleet-wide TPS on a shared (Kafka) bus; on the embedded bus this process is the whole fleet.
+  const fleetBus = f.bus.kind === 'kafka' ? f.bus : undefined;
+  const service = await startSubmit(cfg, { bus: f.bus, rentals: f.rentals, usage: usage(), log: f.log.child({ component: 'submit' }), defaultUpstreams: local, ...(fleetBus === undefined ? {} : { fleetBus }) });
   const tipAccount = cfg.tips.accounts[0];
   let carrier: Carrier | undefined;
   if (localApiKey !== undefined && tipAccount !== undefined) {

@@ -10,7 +10,8 @@ import { SlidingWindows } from './sliding-window';
 //   L  its own spend in the window, exact (the same SlidingWindow one instance has always kept)
 //   R  the other instances' spend in the window, from their reports, placed at the report's time
 //   U  its own spend the others may not know yet: since its last report, plus reports it sent that it has not
-//      read back from the bus (its own report coming back is when the others have it too)
+//      read back from the bus, or read back less than settleMs (50 ms) ago (its own report coming back, plus the
+//      readers' skew, is when the others have it too)
 //   N  live members: itself and every instance heard from within `memberExpiryMs`
 // A request of p units is admitted when
 //   L + R + p ≤ B                                  (the fleet's spend as this instance sees it), and, with peers,
@@ -29,12 +30,19 @@ export interface FleetBudgetOptions {
   memberExpiryMs: number;
   /** Reports this instance sent and has not read back, kept this long at most (a bus that never echoes). */
   echoTimeoutMs?: number;
+  /**
+   * How long a report read back still counts as unseen (default 50 ms): the other instances read the same record a
+   * little later than its sender does (the readers' skew), and spend they have not read is what the bound's ε is.
+   */
+  settleMs?: number;
 }
 
 interface Sent {
   seq: number;
   time: number;
   spent: Map<string, number>;
+  /** When it was read back (NaN: not yet). */
+  echoedAt: number;
 }
 
 /** One budget (RPS, or TPS) for every rental, for one instance of a fleet. */
@@ -50,11 +58,13 @@ export class FleetBudget implements RentalBudget {
   /** Peer instance → the time of its newest report. */
   private readonly peers = new Map<string, number>();
   private readonly echoTimeoutMs: number;
+  private readonly settleMs: number;
 
   constructor(private readonly o: FleetBudgetOptions) {
     this.local = new SlidingWindows(o.windowMs);
     this.remote = new SlidingWindows(o.windowMs);
     this.echoTimeoutMs = o.echoTimeoutMs ?? Math.max(2_000, 2 * o.memberExpiryMs);
+    this.settleMs = o.settleMs ?? 50;
   }
 
   /** Members heard from within the expiry, this instance included. */
@@ -77,6 +87,7 @@ export class FleetBudget implements RentalBudget {
     const l = this.local.get(rental).used(nowMs);
     const r = this.remote.get(rental).used(nowMs);
     if (l + r + units > limit) return false;
+    if (this.inFlight.length > 0) this.settleDue(nowMs);
     const u = this.unseen.get(rental) ?? 0;
     if (u === 0) return true;
     const n = this.members(nowMs);
@@ -95,13 +106,17 @@ export class FleetBudget implements RentalBudget {
     this.expireInFlight(nowMs);
     const spent = this.pending;
     this.pending = new Map();
-    if (spent.size > 0) this.inFlight.push({ seq, time: nowMs, spent });
+    if (spent.size > 0) this.inFlight.push({ seq, time: nowMs, spent, echoedAt: NaN });
     return Object.fromEntries(spent);
   }
 
-  /** This instance's own report `seq`, read back from the bus: the others have it now. */
-  echoed(seq: number): void {
-    while (this.inFlight.length > 0 && this.inFlight[0]!.seq <= seq) this.settle(this.inFlight.shift()!);
+  /** This instance's own report `seq`, read back from the bus at `nowMs`: the others have it `settleMs` later. */
+  echoed(seq: number, nowMs: number): void {
+    for (const s of this.inFlight) {
+      if (s.seq > seq) break;
+      if (Number.isNaN(s.echoedAt)) s.echoedAt = nowMs;
+    }
+    this.settleDue(nowMs);
   }
 
   /** Another instance's report, made at `atMs` (its clock). */
@@ -125,6 +140,11 @@ export class FleetBudget implements RentalBudget {
       if (left <= 1e-9) this.unseen.delete(rental);
       else this.unseen.set(rental, left);
     }
+  }
+
+  /** Reports read back at least settleMs ago are seen by every instance. */
+  private settleDue(nowMs: number): void {
+    while (this.inFlight.length > 0 && nowMs - this.inFlight[0]!.echoedAt >= this.settleMs) this.settle(this.inFlight.shift()!);
   }
 
   /** A report never read back (the bus lost it, or is down) stops holding this instance's part after a while. */

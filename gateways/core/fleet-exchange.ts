@@ -66,7 +66,7 @@ export async function startFleetExchange(o: FleetExchangeOptions): Promise<Fleet
         const r = decodeFleetReport(m.value);
         if (r !== null && r.surface === o.surface) {
           if (r.instance === instance) {
-            for (const n of names) o.budgets[n]!.echoed(r.seq);
+            for (const n of names) o.budgets[n]!.echoed(r.seq, t);
           } else {
             for (const n of names) o.budgets[n]!.peerReport(r.instance, r.spent[n] ?? {}, r.time, t);
           }

@@ -36,7 +36,7 @@ function simulate(o: { n: number; interval: number; delay: (from: number, to: nu
       }
       queue.splice(q, 1);
       if (!alive(m.to)) continue;
-      if (m.to === m.from) budgets[m.to]!.echoed(m.seq);
+      if (m.to === m.from) budgets[m.to]!.echoed(m.seq, now);
       else budgets[m.to]!.peerReport(`i${m.from}`, m.spent, m.time, now);
     }
     if ((now - t0) % o.interval === 0) {
@@ -90,7 +90,7 @@ describe('gateway core: fleet budget', () => {
           if (exchange) {
             // Its own reports go out and come back; no peer ever reports.
             fleet.report(++seq, now);
-            fleet.echoed(seq);
+            fleet.echoed(seq, now);
           }
           const ok = local.fits('r', units, 50, now);
           assert.equal(fleet.fits('r', units, 50, now), ok);
