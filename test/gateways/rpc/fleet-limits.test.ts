@@ -226,7 +226,8 @@ describe('chain gateway: fleet-wide limits across instances (separate processes,
     const steady3 = admittedIn(log, t1 - WINDOW_MS, t1);
     const sentLast = log.filter((s) => s.at >= t1 - WINDOW_MS).length;
     process.stdout.write(`      3 instances: max ${peak3} units in a 10 s window (${(peak3 / BUDGET).toFixed(3)}× the rental), last window ${steady3} of ${sentLast} answered\n`);
-    for (let s = t0; s < t1; s += 1000) process.stdout.write(`${admittedIn(log, s, s + 1000)} `);
+    process.stdout.write('      admitted per second:');
+    for (let s = t0; s < t1; s += 1000) process.stdout.write(` ${admittedIn(log, s, s + 1000)}`);
     process.stdout.write('\n');
     assert.ok(peak3 <= BUDGET * BOUND, `${peak3} admitted in a 10 s window; bound ${BUDGET * BOUND}`);
     // Within the bound because it limits, not because it starves: the last window is near the whole rental.
