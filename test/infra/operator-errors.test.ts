@@ -165,6 +165,41 @@ describe('config: every enabled key is a boolean', () => {
   });
 });
 
+describe('config: a value of the wrong type is refused naming its key', () => {
+  type Obj = Record<string, unknown>;
+  const set = (root: Obj, keyPath: string[], v: unknown): Obj => {
+    const c = JSON.parse(JSON.stringify(root)) as Obj;
+    let o = c;
+    for (const k of keyPath.slice(0, -1)) o = (o[k] ??= {}) as Obj;
+    o[keyPath[keyPath.length - 1]!] = v;
+    return c;
+  };
+  const refused = (cfg: Obj, key: string): void => {
+    assert.throws(() => parseConfig(cfg), (e: unknown) => e instanceof ConfigError && e.message.includes(key.split('.').pop()!), `${key} = "nope"`);
+  };
+
+  it('every boolean and number in the shipped configs (local, production example), given "nope"', () => {
+    for (const file of ['local.json', 'production.example.json']) {
+      const base = JSON.parse(fs.readFileSync(path.join(projectRoot(), 'infra', 'config', file), 'utf8')) as Obj;
+      const leaves: string[][] = [];
+      const walk = (o: Obj, at: string[]): void => {
+        for (const [k, v] of Object.entries(o)) {
+          if (v !== null && typeof v === 'object' && !Array.isArray(v)) walk(v as Obj, [...at, k]);
+          else if (typeof v === 'boolean' || typeof v === 'number') leaves.push([...at, k]);
+        }
+      };
+      walk(base, []);
+      assert.ok(leaves.length >= 10, `${file}: ${leaves.length} typed keys`);
+      for (const k of leaves) refused(set(base, k, 'nope'), k.join('.'));
+    }
+  });
+
+  it('every enabled switch, present in a config or not', () => {
+    const switches = ['metrics', 'ingest', 'fanout', 'localchain', 'demo', 'admin', 'billing', 'gateways.rpc', 'gateways.rpc.fleet', 'gateways.submit', 'gateways.submit.fleet', 'gateways.submit.quic', 'gateways.evm'];
+    for (const sw of switches) refused(set({}, [...sw.split('.'), 'enabled'], 'flase'), `${sw}.enabled`);
+  });
+});
+
 describe('broker addresses: masked without mangling anything else', () => {
   it('masks the host in a "Caused by" line and every host:port, and keeps stack frames whole', () => {
     const mask = brokerMasker(['kafka-7.internal.example:9092']);
