@@ -13,6 +13,7 @@ import {
 } from 'kafkajs';
 import type { Bus, BusMessage, ConsumeOptions, Consumer, LogIdentity, ProduceRecord, TopicSpec } from './bus';
 import { rootLogger, type Log } from '../infra/base/log';
+import { asUnreachable, brokerMasker, maskError, type Masker } from './broker-address';
 
 // The Bus on Apache Kafka through kafkajs.
 //   produce: one producer.send per call, acks from all in-sync replicas, no client-side batching delay.
@@ -47,46 +48,34 @@ export interface KafkaBusOptions {
    */
   retry?: { retries?: number; initialRetryTimeMs?: number; maxRetryTimeMs?: number };
   log?: Log;
+  /** Where `brokers` came from, for the one line an unreachable cluster gets (default: the service's bus.brokers). */
+  setting?: string;
 }
 
 type Positions = Map<string, string>; // "topic\0partition" → next offset to read
 const tp = (topic: string, partition: number): string => `${topic}\0${partition}`;
-/** Kafka's "host:port" text, which the logging rule treats like a URL. */
-const HOST_PORT_RE = /\b[\w.-]+:\d{2,5}\b/g;
 
-/** kafkajs's own log lines, at warn and above only, without broker addresses (they are endpoints). */
-function kafkajsLogCreator(log: Log): logCreator {
-  return () =>
-    ({ namespace, level, log: entry }: LogEntry): void => {
-      const fields = { kafkajs: namespace, error: typeof entry.error === 'string' ? entry.error.replace(HOST_PORT_RE, '[broker]') : undefined };
-      const msg = entry.message.replace(HOST_PORT_RE, '[broker]');
-      if (level === logLevel.ERROR || level === logLevel.WARN) log.warn(fields, msg);
-    };
-}
+/** Where the brokers are set when the caller does not say (the service's config). */
+const BROKERS_SETTING = 'bus.brokers (MERIDIAN__BUS__BROKERS, or KAFKA_BROKERS)';
 
-/**
- * kafkajs errors name the broker ("connect ECONNREFUSED 10.0.0.5:9092"). Errors leave this module with the
- * addresses masked, so whoever logs them downstream keeps the logging rule without knowing about Kafka.
- */
-function scrubError(e: unknown): Error {
-  const err = e instanceof Error ? e : new Error(String(e));
-  for (let c: unknown = err, depth = 0; c instanceof Error && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
-    c.message = c.message.replace(HOST_PORT_RE, '[broker]');
-    if (c.stack !== undefined) c.stack = c.stack.replace(HOST_PORT_RE, '[broker]');
-  }
-  return err;
-}
-
-/** Runs a kafkajs call, rethrowing its error scrubbed. */
 /** ListOffsets attempts on retriable errors (about 4.5 s of backoff in all). */
 const END_OFFSETS_ATTEMPTS = 10;
 
-async function kafkaCall<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (e) {
-    throw scrubError(e);
-  }
+/**
+ * kafkajs's own log lines, at warn and above only, without broker addresses (they are endpoints). Until the client
+ * has reached a broker once, connection failures are not logged: the call that needed the connection fails with one
+ * KafkaUnreachable naming the setting, and a dozen retry lines before it would say the same thing worse. A
+ * CreateTopics answer is the caller's to judge (a topic that exists is not an error), so kafkajs's line for it goes.
+ */
+function kafkajsLogCreator(log: Log, mask: Masker, connected: () => boolean): logCreator {
+  return () =>
+    ({ namespace, level, log: entry }: LogEntry): void => {
+      if (level !== logLevel.ERROR && level !== logLevel.WARN) return;
+      if (entry.message.startsWith('Response CreateTopics')) return;
+      if (!connected() && (namespace === 'Connection' || namespace === 'BrokerPool') && /connect|Connection (error|timeout)/i.test(entry.message)) return;
+      const fields = { kafkajs: namespace, error: typeof entry.error === 'string' ? mask(entry.error) : undefined };
+      log.warn(fields, mask(entry.message));
+    };
 }
 
 function toHeaders(h: IHeaders | undefined): Record<string, Buffer> {
@@ -129,16 +118,20 @@ export class KafkaBus implements Bus {
   private readonly readers = new Set<Reader>();
   private admin: Promise<Admin> | null = null;
   private producer: Promise<Producer> | null = null;
+  private readonly mask: Masker;
+  /** Some connection to a broker has opened (kafkajs's connection failures are logged from then on). */
+  private connected = false;
 
   constructor(private readonly opts: KafkaBusOptions) {
     this.log = opts.log ?? rootLogger().child({ component: 'kafka' });
     this.maxWaitMs = opts.maxWaitMs ?? 25;
+    this.mask = brokerMasker(opts.brokers);
     const r = opts.retry;
     this.kafka = new Kafka({
       brokers: opts.brokers,
       clientId: opts.clientId ?? 'meridian',
       logLevel: logLevel.WARN,
-      logCreator: kafkajsLogCreator(this.log),
+      logCreator: kafkajsLogCreator(this.log, this.mask, () => this.connected),
       ...(r === undefined ? {} : { retry: { retries: r.retries, initialRetryTime: r.initialRetryTimeMs, maxRetryTime: r.maxRetryTimeMs } }),
     });
   }
@@ -159,6 +152,7 @@ export class KafkaBus implements Bus {
     return this.lazy(() => this.admin, (p) => (this.admin = p), async () => {
       const a = this.kafka.admin();
       await a.connect();
+      this.connected = true;
       return a;
     });
   }
@@ -172,17 +166,41 @@ export class KafkaBus implements Bus {
         ...(this.opts.idempotent === true ? { idempotent: true, maxInFlightRequests: 1 } : {}),
       });
       await p.connect();
+      this.connected = true;
       return p;
     });
   }
 
+  /**
+   * An error leaving this module: a connection that never opened becomes one KafkaUnreachable line naming the
+   * setting; anything else keeps its kind with broker addresses masked, so whoever logs it downstream keeps the
+   * logging rule without knowing about Kafka.
+   */
+  private scrubError(e: unknown): Error {
+    return asUnreachable(e, this.opts.brokers, this.opts.setting ?? BROKERS_SETTING) ?? maskError(e, this.mask);
+  }
+
+  /** Runs a kafkajs call, rethrowing its error scrubbed. */
+  private async kafkaCall<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (e) {
+      throw this.scrubError(e);
+    }
+  }
+
   async createTopics(specs: TopicSpec[]): Promise<void> {
     if (specs.length === 0) return;
-    const admin = await kafkaCall(() => this.getAdmin());
-    // false = all existed already (kafkajs swallows TOPIC_ALREADY_EXISTS); existing settings are left alone.
-    await kafkaCall(() => admin.createTopics({
+    const admin = await this.kafkaCall(() => this.getAdmin());
+    // Only the missing ones are asked for: a second instance starting on the same cluster finds them all, and
+    // existing settings are left alone. A topic another instance creates in between answers TOPIC_ALREADY_EXISTS,
+    // which kafkajs swallows (and its log line is dropped above).
+    const existing = new Set(await this.kafkaCall(() => admin.listTopics()));
+    const missing = specs.filter((s) => !existing.has(s.name));
+    if (missing.length === 0) return;
+    await this.kafkaCall(() => admin.createTopics({
       waitForLeaders: true,
-      topics: specs.map((s) => ({
+      topics: missing.map((s) => ({
         topic: s.name,
         numPartitions: s.partitions,
         configEntries: [
@@ -200,8 +218,8 @@ export class KafkaBus implements Bus {
     // kafkajs sends nothing, and reports success, for a partition the topic lacks: check explicit ones first.
     const highest = records.reduce((m, r) => (r.partition === undefined ? m : Math.max(m, r.partition)), -1);
     if (highest >= 0) await this.checkPartition(topic, highest);
-    const producer = await kafkaCall(() => this.getProducer());
-    await kafkaCall(() =>
+    const producer = await this.kafkaCall(() => this.getProducer());
+    await this.kafkaCall(() =>
       producer.send({
         topic,
         acks: -1,
@@ -250,14 +268,14 @@ export class KafkaBus implements Bus {
 
   /** A call about one topic's partitions, retried as ListOffsets needs it (below). */
   private async listOffsets<T>(topic: string, f: (admin: Admin) => Promise<T>): Promise<T> {
-    const admin = await kafkaCall(() => this.getAdmin());
+    const admin = await this.kafkaCall(() => this.getAdmin());
     // Right after createTopics (waitForLeaders), a KRaft broker can still answer ListOffsets with "not the leader"
     // for a moment; kafkajs's admin does not retry it. Retry retriable errors briefly, re-reading the metadata.
     for (let attempt = 1; ; attempt++) {
       try {
         return await f(admin);
       } catch (e) {
-        if (attempt >= END_OFFSETS_ATTEMPTS || (e as { retriable?: unknown }).retriable !== true) throw scrubError(e);
+        if (attempt >= END_OFFSETS_ATTEMPTS || (e as { retriable?: unknown }).retriable !== true) throw this.scrubError(e);
         await new Promise((r) => setTimeout(r, 100 * attempt));
         await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
       }
@@ -298,14 +316,16 @@ export class KafkaBus implements Bus {
         // Restarts are the Reader's, not kafkajs's: kafkajs restarts only some crashes, and always as a new member.
         retry: { restartOnFailure: async () => false },
       });
-    const reader = new Reader(makeConsumer, options, ends, () => this.getAdmin(), this.log);
+    const reader = new Reader(makeConsumer, options, ends, () => this.getAdmin(), this.log, (e) => this.scrubError(e), () => {
+      this.connected = true;
+    });
     this.readers.add(reader);
     reader.onClose = () => this.readers.delete(reader);
     try {
       await reader.start();
     } catch (e) {
       await reader.close().catch(() => undefined);
-      throw scrubError(e);
+      throw this.scrubError(e);
     }
     return reader;
   }
@@ -360,6 +380,8 @@ class Reader implements Consumer {
     private readonly ends: Positions,
     private readonly admin: () => Promise<Admin>,
     private readonly log: Log,
+    private readonly scrubError: (e: unknown) => Error,
+    private readonly onConnected: () => void,
   ) {
     this.independent = options.groupId === undefined;
     this.positions = this.independent ? new Map(ends) : new Map();
@@ -383,6 +405,7 @@ class Reader implements Consumer {
   async start(): Promise<void> {
     const kc = this.kc;
     await kc.connect();
+    this.onConnected();
     // Explicit offsets: partitions not named start at the beginning; the named ones are sought in onJoin.
     await kc.subscribe({ topics: this.options.topics, fromBeginning: this.options.from !== 'latest' });
     // run() resolves after the first join; later failures arrive as CRASH events.
@@ -424,7 +447,7 @@ class Reader implements Consumer {
       }
       this.ready_.resolve();
     } else if (first && this.options.from === 'latest' && assigned.length > 0) {
-      this.startGroupAtEnds(kc, assigned).then(this.ready_.resolve, (e: unknown) => this.ready_.reject(scrubError(e)));
+      this.startGroupAtEnds(kc, assigned).then(this.ready_.resolve, (e: unknown) => this.ready_.reject(this.scrubError(e)));
     } else {
       this.ready_.resolve();
     }
@@ -453,7 +476,7 @@ class Reader implements Consumer {
 
   private onCrash(kc: KConsumer, error: Error): void {
     if (this.closed || kc !== this.kc) return;
-    this.log.warn({ err: scrubError(error), retryInMs: this.restartDelay }, 'kafka consumer crashed; restarting it');
+    this.log.warn({ err: this.scrubError(error), retryInMs: this.restartDelay }, 'kafka consumer crashed; restarting it');
     const delay = this.restartDelay;
     this.restartDelay = Math.min(delay * 2, RESTART_MAX_MS);
     clearTimeout(this.restartTimer);

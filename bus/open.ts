@@ -12,6 +12,8 @@ export interface OpenBusOptions {
   idempotent?: boolean;
   /** Kafka only: where the client's own log lines go (default the process logger). */
   log?: Log;
+  /** Kafka only: where the brokers were set, for the one line an unreachable cluster gets (default bus.brokers). */
+  setting?: string;
 }
 
 // On one machine the stream and usage topics are read live; what they retain only serves late readers, so keep it
@@ -33,7 +35,7 @@ const EMBEDDED_STREAM_LIMITS = {
 
 export async function openBus(cfg: BusConfig, opts: OpenBusOptions = {}): Promise<Bus> {
   const bus: Bus =
-    cfg.kind === 'kafka' ? new KafkaBus({ brokers: cfg.brokers, clientId: cfg.clientId, idempotent: opts.idempotent ?? false, ...(opts.log === undefined ? {} : { log: opts.log }) }) : new EmbeddedBus({ topicLimits: EMBEDDED_STREAM_LIMITS });
+    cfg.kind === 'kafka' ? new KafkaBus({ brokers: cfg.brokers, clientId: cfg.clientId, idempotent: opts.idempotent ?? false, ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.setting === undefined ? {} : { setting: opts.setting }) }) : new EmbeddedBus({ topicLimits: EMBEDDED_STREAM_LIMITS });
   if (cfg.createTopics) {
     try {
       await bus.createTopics(defaultTopicSpecs({ stream: cfg.streamPartitions }, cfg.submitTracesRetentionMs === undefined ? {} : { submitTracesMs: cfg.submitTracesRetentionMs }));

@@ -10,11 +10,16 @@ export const TOPIC = {
   usageEvents: 'usage.events',
   submitTraces: 'submit.traces',
   rentals: 'rentals',
+  /** Gateway instances' per-rental spend, exchanged so a fleet keeps each rental's limits (bus/topics/fleet-usage.ts). */
+  fleetUsage: 'fleet.usage',
 } as const;
 
 export type TopicName = (typeof TOPIC)[keyof typeof TOPIC];
 
 const HOUR_MS = 3_600_000;
+
+/** fleet.usage's retention: reports older than the longest budget window count for nothing. */
+export const FLEET_USAGE_RETENTION_MS = 60_000;
 
 /** Default topic layout. Stream topics keep one partition so every reader sees publish order. */
 /** submit.traces' default retention: a day of traces for customers' pipelines to catch up on. */
@@ -30,5 +35,7 @@ export function defaultTopicSpecs(partitions: { stream?: number; usage?: number 
     { name: TOPIC.usageEvents, partitions: partitions.usage ?? 3, compacted: false, retentionMs: 7 * 24 * HOUR_MS },
     { name: TOPIC.submitTraces, partitions: 3, compacted: false, retentionMs: retention.submitTracesMs ?? SUBMIT_TRACES_RETENTION_MS },
     { name: TOPIC.rentals, partitions: 1, compacted: true },
+    // One partition (every instance reads every report, in order); a minute is six times the longest default window.
+    { name: TOPIC.fleetUsage, partitions: 1, compacted: false, retentionMs: FLEET_USAGE_RETENTION_MS },
   ];
 }

@@ -20,7 +20,8 @@ import { UsageProducer } from '../bus/usage-producer';
 import { startAnvil } from './local/anvil/anvil';
 import { jsonRpc } from './base/json-rpc';
 import type { Config, MetricsConfig } from './config';
-import { asListenError } from './base/config-read';
+import { ConfigError, asListenError } from './base/config-read';
+import { unmetNeeds } from './component-needs';
 import { startDemoTraffic, type SendTx } from './local/demo/traffic';
 import type { DemoConfig } from './local/demo/config';
 import type { Tip } from './local/demo/transfers';
@@ -228,8 +229,10 @@ async function startSubmitComponent(
 ): Promise<Started<{ service: SubmitService; http: string; udp?: string; carrier?: Carrier }> | undefined> {
   if (!cfg.enabled) return undefined;
   const local = chain === undefined ? [] : [chain.httpUrl];
-  if (cfg.forwardUrls.length === 0 && local.length === 0) throw new Error('gateways.submit: no forward target (set gateways.submit.forwardUrls, or run the local chain node)');
-  const service = await startSubmit(cfg, { bus: f.bus, rentals: f.rentals, usage: usage(), log: f.log.child({ component: 'submit' }), defaultUpstreams: local });
+  if (cfg.forwardUrls.length === 0 && local.length === 0) throw new ConfigError('gateways.submit: no forward target (set gateways.submit.forwardUrls, or run the local chain node)');
+  // Fleet-wide TPS on a shared (Kafka) bus; on the embedded bus this process is the whole fleet.
+  const fleetBus = f.bus.kind === 'kafka' ? f.bus : undefined;
+  const service = await startSubmit(cfg, { bus: f.bus, rentals: f.rentals, usage: usage(), log: f.log.child({ component: 'submit' }), defaultUpstreams: local, ...(fleetBus === undefined ? {} : { fleetBus }) });
   const tipAccount = cfg.tips.accounts[0];
   let carrier: Carrier | undefined;
   if (localApiKey !== undefined && tipAccount !== undefined) {
@@ -254,7 +257,7 @@ async function startSubmitComponent(
 // QUIC terminator with cargo (cached under .cache/quic-terminator; progress on stderr).
 async function startQuicComponent(cfg: QuicConfig, submit: SubmitService | undefined, log: Log): Promise<Started<{ address: string }> | undefined> {
   if (!cfg.enabled) return undefined;
-  if (submit === undefined) throw new Error('gateways.submit.quic needs the submission service (gateways.submit.enabled)');
+  if (submit === undefined) throw new ConfigError('gateways.submit.quic needs the submission service (gateways.submit.enabled)');
   const quic = await QuicListener.start({ config: cfg, pipeline: submit.pipeline, log: log.child({ component: 'submit-quic' }) });
   return { address: joinHostPort(quic.address.host, quic.address.port), stop: () => quic.close() };
 }
@@ -264,11 +267,11 @@ async function startQuicComponent(cfg: QuicConfig, submit: SubmitService | undef
 async function startRpcComponent(cfg: RpcGatewayConfig, f: Floor, usage: () => UsageProducer, chain: LocalChain | undefined): Promise<Started<HttpWs> | undefined> {
   if (!cfg.enabled) return undefined;
   const local = chain === undefined ? [] : [{ http: chain.httpUrl, ws: chain.wsUrl }];
-  if (cfg.upstreams.length === 0 && local.length === 0) {
-    f.log.warn('chain JSON-RPC gateway not started: no upstream (set gateways.rpc.upstreams, or run the local chain)');
-    return undefined;
-  }
-  const gw = await startRpcGateway(cfg, { rentals: f.rentals, log: f.log.child({ component: 'rpc' }), usage: usage(), upstreams: local });
+  // unmetNeeds() refused a start with no upstream; this is the same rule for a caller that skipped it.
+  if (cfg.upstreams.length === 0 && local.length === 0) throw new ConfigError('gateways.rpc: no upstream (set gateways.rpc.upstreams, or run the local chain)');
+  // Fleet limits need other instances to exchange with: on the embedded bus this process is the whole fleet.
+  const fleetBus = f.bus.kind === 'kafka' ? f.bus : undefined;
+  const gw = await startRpcGateway(cfg, { rentals: f.rentals, log: f.log.child({ component: 'rpc' }), usage: usage(), upstreams: local, ...(fleetBus === undefined ? {} : { fleetBus }) });
   return { http: gw.http.url, ws: gw.ws.url, stop: () => gw.close() };
 }
 
@@ -309,12 +312,15 @@ function fanoutWithTableSource(cfg: FanoutConfig, localChain: { http: string; ws
 // --- demo: signed transfers on the local chain, sent through `carrier`.
 async function startDemoComponent(cfg: DemoConfig, chain: LocalChain | undefined, carrier: Carrier | undefined, log: Log): Promise<Started<{ accounts: string[]; lookupTable: string | undefined }> | undefined> {
   if (!cfg.enabled) return undefined;
-  if (chain === undefined || carrier === undefined) throw new Error('demo.enabled needs the local chain (localchain.enabled)');
+  if (chain === undefined || carrier === undefined) throw new ConfigError('demo.enabled needs the local chain (localchain.enabled)');
   const demo = await startDemoTraffic(cfg, { call: jsonRpc(chain.httpUrl), send: carrier.send, payerSecretKey: chain.payer, ...(carrier.tip === undefined ? {} : { tip: carrier.tip }) }, log.child({ component: 'demo' }));
   return { accounts: demo.accounts, lookupTable: demo.lookupTable, stop: () => demo.close() };
 }
 
 export async function launch(cfg: Config, log: Log): Promise<Running> {
+  // Before any port or connection: a component with nothing to serve from refuses the start in one line.
+  const unmet = unmetNeeds(cfg);
+  if (unmet.length > 0) throw new ConfigError(`cannot start: ${unmet.join('; ')}`);
   const stops = new Stops(log);
   // /readyz turns 503 the moment shutdown begins, so a load balancer drains this instance before streams end.
   let started = false;

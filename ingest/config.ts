@@ -1,4 +1,4 @@
-import { ConfigError, hostPort, int, oneOf, optStr, section } from '../infra/base/config-read';
+import { ConfigError, bool, hostPort, int, oneOf, optStr, section } from '../infra/base/config-read';
 
 export type LeaderSource =
   | { mode: 'off' }
@@ -63,7 +63,7 @@ export function parseIngestConfig(raw: unknown): IngestConfig {
   const shredVersion = sv === undefined || sv === null || sv === 'any' ? null : int(o, 'shredVersion', p, 0, 0, 0xffff);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:8002');
   return {
-    enabled: o.enabled === undefined ? true : o.enabled === true || o.enabled === 'true',
+    enabled: bool(o, 'enabled', p, true),
     host: listen.host,
     port: listen.port,
     recvBufferBytes: int(o, 'recvBufferBytes', p, 64 * 1024 * 1024, 0),

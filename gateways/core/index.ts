@@ -38,4 +38,7 @@ export type { UpstreamEndpoint } from './upstream';
 export { startProxy, type Listen, type ProxyLimits, type ProxyOptions, type RunningProxy } from './proxy';
 export { SLOW_CONSUMER_CLOSE, UPSTREAM_GONE_CLOSE } from './ws-proxy';
 export { SlidingWindow, SlidingWindows } from './sliding-window';
+export { LocalBudget, type RentalBudget } from './rental-budget';
+export { FleetBudget, type FleetBudgetOptions } from './fleet-budget';
+export { startFleetExchange, type FleetExchange, type FleetExchangeOptions } from './fleet-exchange';
 export { Slots, type SlotGrant, type SlotOptions } from './slots';

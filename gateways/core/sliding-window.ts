@@ -39,6 +39,18 @@ export class SlidingWindow {
     this.total += units;
   }
 
+  /**
+   * Spends `units` at a past time `atMs` (another instance's report): into the slice of atMs when it is still in the
+   * window ending now, nowhere when it has left it; a time ahead of now (another clock) counts as now.
+   */
+  takeAt(units: number, atMs: number, nowMs: number): void {
+    this.advance(nowMs);
+    const slice = Math.min(Math.floor(atMs / this.sliceMs), this.newest);
+    if (slice <= this.newest - this.slots.length) return;
+    this.slots[slice % this.slots.length]! += units;
+    this.total += units;
+  }
+
   private advance(nowMs: number): void {
     const slice = Math.floor(nowMs / this.sliceMs);
     if (slice <= this.newest) return;

@@ -46,6 +46,11 @@ export interface RpcGatewayConfig {
     /** Scan requests waiting over all rentals at most. */
     maxQueueTotal: number;
   };
+  /**
+   * Fleet-wide limits (README, "Fleet-wide limits"): instances on one Kafka bus exchange what each rental spent every
+   * intervalMs and admit against the fleet's spend; a member not heard from for memberExpiryMs is gone.
+   */
+  fleet: { enabled: boolean; intervalMs: number; memberExpiryMs: number };
   health: { intervalMs: number; timeoutMs: number; maxSlotLag: number };
   upstream: { timeoutMs: number; connections: number; maxResponseBytes: number };
   limits: ProxyLimitsConfig;
@@ -79,6 +84,7 @@ export function parseRpcGatewayConfig(raw: unknown): RpcGatewayConfig {
   const a = section(o.auth, `${p}.auth`);
   const s = section(o.scan, `${p}.scan`);
   const h = section(o.health, `${p}.health`);
+  const f = section(o.fleet, `${p}.fleet`);
   const u = section(o.upstream, `${p}.upstream`);
   const listen = hostPort(o, 'listen', p, '127.0.0.1:8899');
   const wsListen = hostPort(o, 'wsListen', p, '127.0.0.1:8900');
@@ -105,6 +111,11 @@ export function parseRpcGatewayConfig(raw: unknown): RpcGatewayConfig {
       maxWaitMs: int(s, 'maxWaitMs', `${p}.scan`, 5_000, 0, 600_000),
       maxQueuePerRental: int(s, 'maxQueuePerRental', `${p}.scan`, 32, 0, 100_000),
       maxQueueTotal: int(s, 'maxQueueTotal', `${p}.scan`, 2_000, 0, 1_000_000),
+    },
+    fleet: {
+      enabled: bool(f, 'enabled', `${p}.fleet`, true),
+      intervalMs: int(f, 'intervalMs', `${p}.fleet`, 200, 20, 5_000),
+      memberExpiryMs: int(f, 'memberExpiryMs', `${p}.fleet`, 1_000, 100, 60_000),
     },
     health: {
       intervalMs: int(h, 'intervalMs', `${p}.health`, 1_000, 10),

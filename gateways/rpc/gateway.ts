@@ -4,7 +4,7 @@ import { UsageProducer } from '../../bus/usage-producer';
 import { newUsageEvent } from '../../bus/topics/usage-events';
 import type { Log } from '../../infra/base/log';
 import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
-import { startProxy, UpstreamPool, type UsageHook } from '../core';
+import { FleetBudget, startFleetExchange, startProxy, UpstreamPool, type FleetExchange, type UsageHook } from '../core';
 import { rpcAuth, type RpcCaller } from './auth';
 import type { RpcGatewayConfig, RpcUpstreamConfig } from './config';
 import { RPC_ERRORS, type RpcErrorKind } from './errors';
@@ -22,6 +22,11 @@ export interface RpcGatewayDeps {
   usage?: UsageProducer;
   /** …or through one the gateway makes on this bus and closes with itself. */
   bus?: Bus;
+  /**
+   * The bus the instances of a fleet exchange their spend on (gateways.rpc.fleet); without it, or with fleet limits
+   * off, this instance counts its rentals alone.
+   */
+  fleetBus?: Bus;
   /** Upstreams to use when the config lists none (the launcher's local chain node). */
   upstreams?: RpcUpstreamConfig[];
   registry?: Registry;
@@ -59,7 +64,22 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
   await pool.start();
   if (pool.healthyCount() === 0) log.warn({ upstreams: upstreams.length }, 'no healthy chain node at start; answering 503 until one is');
 
-  const meter = new RpcMeter({ ...cfg, scan: cfg.scan });
+  // Fleet-wide RPS and TPS: local budgets that also count the other instances' reported spend.
+  let fleet: FleetExchange | undefined;
+  let budgets: { rps: FleetBudget; tps: FleetBudget } | undefined;
+  if (cfg.fleet.enabled && deps.fleetBus !== undefined) {
+    budgets = {
+      rps: new FleetBudget({ windowMs: cfg.rpsWindowMs, memberExpiryMs: cfg.fleet.memberExpiryMs }),
+      tps: new FleetBudget({ windowMs: cfg.tpsWindowMs, memberExpiryMs: cfg.fleet.memberExpiryMs }),
+    };
+    try {
+      fleet = await startFleetExchange({ bus: deps.fleetBus, surface: 'rpc', budgets, intervalMs: cfg.fleet.intervalMs, lookbackMs: Math.max(cfg.rpsWindowMs, cfg.tpsWindowMs), log });
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
+  }
+  const meter = new RpcMeter({ ...cfg, scan: cfg.scan, ...(budgets === undefined ? {} : { budgets }) });
   const unwatch = deps.rentals.onChange?.(() => {
     const ids = new Set(deps.rentals.all().map((r) => r.id));
     meter.retain((id) => ids.has(id));
@@ -95,6 +115,7 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
     });
   } catch (e) {
     unwatch?.();
+    await fleet?.close();
     await pool.close();
     await ownProducer?.close();
     throw e;
@@ -108,6 +129,7 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
     close: async () => {
       unwatch?.();
       await proxy.close();
+      await fleet?.close();
       await pool.close();
       await ownProducer?.close();
     },

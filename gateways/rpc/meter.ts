@@ -1,4 +1,4 @@
-import { refuse, SlidingWindows, Slots, type AdmitResult, type Meter, type RpcCall, type Transport } from '../core';
+import { LocalBudget, refuse, Slots, type AdmitResult, type Meter, type RentalBudget, type RpcCall, type Transport } from '../core';
 import type { RpcErrorKind } from './errors';
 import type { RpcCaller } from './auth';
 import { isSubscription } from './methods';
@@ -20,6 +20,11 @@ export interface RpcMeterOptions {
   rpsWindowMs: number;
   tpsWindowMs: number;
   scan: { concurrency: number; maxWaitMs: number; maxQueuePerRental: number; maxQueueTotal: number };
+  /**
+   * Where RPS and TPS are counted: this instance alone (default, LocalBudget), or the fleet's spend (FleetBudget,
+   * with the usage exchange of gateways/core/fleet-exchange.ts). Scan concurrency stays per instance.
+   */
+  budgets?: { rps: RentalBudget; tps: RentalBudget };
   /** Clock (tests). */
   now?: () => number;
 }
@@ -32,8 +37,8 @@ interface Priced {
 }
 
 export class RpcMeter implements Meter<RpcCaller, RpcErrorKind> {
-  private readonly rps: SlidingWindows;
-  private readonly tps: SlidingWindows;
+  private readonly rps: RentalBudget;
+  private readonly tps: RentalBudget;
   private readonly slots: Slots;
   private readonly weights: Map<string, number>;
   private readonly scan: ReadonlySet<string>;
@@ -41,8 +46,8 @@ export class RpcMeter implements Meter<RpcCaller, RpcErrorKind> {
   private readonly now: () => number;
 
   constructor(private readonly o: RpcMeterOptions) {
-    this.rps = new SlidingWindows(o.rpsWindowMs);
-    this.tps = new SlidingWindows(o.tpsWindowMs);
+    this.rps = o.budgets?.rps ?? new LocalBudget(o.rpsWindowMs);
+    this.tps = o.budgets?.tps ?? new LocalBudget(o.tpsWindowMs);
     this.slots = new Slots({ maxWaitMs: o.scan.maxWaitMs, maxQueuePerKey: o.scan.maxQueuePerRental, maxQueueTotal: o.scan.maxQueueTotal });
     this.weights = new Map(Object.entries(o.weights));
     this.scan = new Set(o.scanMethods);
@@ -105,21 +110,19 @@ export class RpcMeter implements Meter<RpcCaller, RpcErrorKind> {
     const now = this.now();
     if (p.rps > 0) {
       const budget = (rental.rps * this.o.rpsWindowMs) / 1000;
-      const used = this.rps.get(rental.id).used(now);
-      if (used + p.rps > budget) return refuse<RpcErrorKind>('rpsLimit', `${p.rps} units requested, ${Math.max(0, budget - used)} of ${budget} left in the ${this.o.rpsWindowMs / 1000} s window`);
+      if (!this.rps.fits(rental.id, p.rps, budget, now)) return refuse<RpcErrorKind>('rpsLimit', `${p.rps} units requested, ${Math.max(0, budget - this.rps.used(rental.id, now))} of ${budget} left in the ${this.o.rpsWindowMs / 1000} s window`);
     }
     if (p.tps > 0) {
       const budget = (rental.tps * this.o.tpsWindowMs) / 1000;
-      const used = this.tps.get(rental.id).used(now);
-      if (used + p.tps > budget) return refuse<RpcErrorKind>('tpsLimit', `${p.tps} transactions requested, ${Math.max(0, budget - used)} of ${budget} left in the ${this.o.tpsWindowMs / 1000} s window`);
+      if (!this.tps.fits(rental.id, p.tps, budget, now)) return refuse<RpcErrorKind>('tpsLimit', `${p.tps} transactions requested, ${Math.max(0, budget - this.tps.used(rental.id, now))} of ${budget} left in the ${this.o.tpsWindowMs / 1000} s window`);
     }
     return null;
   }
 
   private charge(rental: NonNullable<RpcCaller>, p: Priced, release?: () => void): AdmitResult<RpcErrorKind> {
     const now = this.now();
-    if (p.rps > 0) this.rps.get(rental.id).take(p.rps, now);
-    if (p.tps > 0) this.tps.get(rental.id).take(p.tps, now);
+    if (p.rps > 0) this.rps.take(rental.id, p.rps, now);
+    if (p.tps > 0) this.tps.take(rental.id, p.tps, now);
     return release === undefined ? { ok: true, units: p.units } : { ok: true, units: p.units, release };
   }
 

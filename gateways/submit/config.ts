@@ -20,6 +20,8 @@ export interface SubmitConfig {
   cache: { windowMs: number; maxEntries: number };
   repeats: { windowMs: number; maxEntries: number };
   /** Open HTTP connections at most (over all clients), and per client address. */
+  /** Fleet-wide TPS (README, "Fleet-wide limits"): submissions exchanged with the other instances on a Kafka bus. */
+  fleet: { enabled: boolean; intervalMs: number; memberExpiryMs: number };
   maxConnections: number;
   maxConnectionsPerIp: number;
   keepAliveTimeoutMs: number;
@@ -66,6 +68,7 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
   const tp = section(o.topics, `${p}.topics`);
   const tr = section(o.traces, `${p}.traces`);
   const trp = `${p}.traces`;
+  const fl = section(o.fleet, `${p}.fleet`);
   const http = hostPort(o, 'listen', p, '127.0.0.1:8080');
   const udp = hostPort(u, 'listen', `${p}.udp`, '127.0.0.1:9000');
   const cfg: SubmitConfig = {
@@ -83,6 +86,11 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
     preflight: { timeoutMs: int(pf, 'timeoutMs', `${p}.preflight`, 2_000, 1), maxInFlight: int(pf, 'maxInFlight', `${p}.preflight`, 256, 1) },
     cache: { windowMs: int(c, 'windowMs', `${p}.cache`, 120_000, 1), maxEntries: int(c, 'maxEntries', `${p}.cache`, 200_000, 1) },
     repeats: { windowMs: int(r, 'windowMs', `${p}.repeats`, 10_000, 0), maxEntries: int(r, 'maxEntries', `${p}.repeats`, 20_000, 1) },
+    fleet: {
+      enabled: bool(fl, 'enabled', `${p}.fleet`, true),
+      intervalMs: int(fl, 'intervalMs', `${p}.fleet`, 200, 20, 5_000),
+      memberExpiryMs: int(fl, 'memberExpiryMs', `${p}.fleet`, 1_000, 100, 60_000),
+    },
     maxConnections: int(o, 'maxConnections', p, 10_000, 1),
     maxConnectionsPerIp: int(o, 'maxConnectionsPerIp', p, 512, 1),
     keepAliveTimeoutMs: int(o, 'keepAliveTimeoutMs', p, 30_000, 1),

@@ -2,6 +2,15 @@
 // tokens/s, holding at most one second's worth (so a burst of `tps` is fine, a sustained excess is not).
 // Rentals share nothing; keys of one rental share its bucket (TPS is chosen per rental). A rental with tps 0
 // may not submit. Buckets are few (one per active rental) and bounded: the oldest idle one goes first.
+//
+// Fleet-wide (gateways.submit.fleet, on a Kafka bus): the bucket stays, and a FleetBudget over a 1 s window
+// counts every instance's submissions (gateways/core/fleet-budget.ts); while other instances are heard from, a
+// submission needs room in both. With no peer the bucket alone decides: one instance answers exactly as before.
+
+import type { FleetBudget } from '../core';
+
+/** The fleet window of a rental's TPS: at most `tps` submissions in any second, fleet-wide. */
+export const FLEET_TPS_WINDOW_MS = 1_000;
 
 interface Bucket {
   tokens: number;
@@ -14,11 +23,23 @@ export class RateLimiter {
   constructor(
     private readonly maxBuckets = 100_000,
     private readonly now: () => number = () => performance.now(),
+    /** The fleet's count (wall clock: its windows are compared across instances). */
+    private readonly fleet?: FleetBudget,
+    private readonly wallNow: () => number = Date.now,
   ) {}
 
   /** Takes one token; false = over the limit (nothing taken). */
   take(rentalId: string, tps: number): boolean {
     if (!(tps > 0)) return false;
+    if (this.fleet === undefined) return this.takeLocal(rentalId, tps);
+    const wall = this.wallNow();
+    if (this.fleet.members(wall) > 1 && !this.fleet.fits(rentalId, 1, tps, wall)) return false;
+    if (!this.takeLocal(rentalId, tps)) return false;
+    this.fleet.take(rentalId, 1, wall);
+    return true;
+  }
+
+  private takeLocal(rentalId: string, tps: number): boolean {
     const t = this.now();
     let b = this.buckets.get(rentalId);
     if (b === undefined) {

@@ -17,6 +17,8 @@ import { tipRule } from './tip';
 import { startTracing, type Tracing } from './tracing';
 import type { StatusSource } from './status-source';
 import { startSubmitUdp } from './udp';
+import { FleetBudget, startFleetExchange } from '../core';
+import { FLEET_TPS_WINDOW_MS, RateLimiter } from './rate-limit';
 
 // The submission service as one unit: pipeline + HTTP + UDP + the delivery feed that tells the signature
 // cache what landed. QUIC (another transport) takes `pipeline` from here.
@@ -34,6 +36,8 @@ export interface SubmitDeps {
   registry?: Registry;
   /** Tests: replace the chain node's status answers for traces. */
   statusSource?: StatusSource;
+  /** The bus the instances of a fleet exchange their submissions on (gateways.submit.fleet); without it, per instance. */
+  fleetBus?: Bus;
 }
 
 export interface SubmitService {
@@ -77,7 +81,16 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
       tracing = t;
       closers.push(() => t.close());
     }
+    // Fleet-wide TPS: the instance's bucket plus the fleet's count of the last second (rate-limit.ts).
+    let rateLimiter: RateLimiter | undefined;
+    if (cfg.fleet.enabled && deps.fleetBus !== undefined) {
+      const tps = new FleetBudget({ windowMs: FLEET_TPS_WINDOW_MS, memberExpiryMs: cfg.fleet.memberExpiryMs });
+      const exchange = await startFleetExchange({ bus: deps.fleetBus, surface: 'submit', budgets: { tps }, intervalMs: cfg.fleet.intervalMs, lookbackMs: FLEET_TPS_WINDOW_MS, log: deps.log });
+      closers.push(() => exchange.close());
+      rateLimiter = new RateLimiter(undefined, undefined, tps);
+    }
     const pipeline = new SubmitPipeline({
+      ...(rateLimiter === undefined ? {} : { rateLimiter }),
       rentals: deps.rentals,
       forwarder,
       tips: tipRule(cfg.tips.accounts, cfg.tips.minLamports),

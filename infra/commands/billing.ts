@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openBus } from '../../bus/open';
+import { CLI_BROKERS_SETTING } from '../../bus/broker-address';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
 import { groupHelpText, noPositionals, parseCommand, subcommand, UsageError, type CommandSpec } from '../base/args';
 import { createLogger, setRootLogger } from '../base/log';
@@ -75,7 +76,7 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
-  const bus = await openBus({ kind: 'kafka', brokers, clientId: `meridian-billing-${group}`, createTopics: false, streamPartitions: 1 }, { log });
+  const bus = await openBus({ kind: 'kafka', brokers, clientId: `meridian-billing-${group}`, createTopics: false, streamPartitions: 1 }, { log, setting: CLI_BROKERS_SETTING });
   // A job started while the cluster is down (or restarting) waits for it rather than exiting.
   let job: BillingJob | undefined;
   for (let delay = 500; job === undefined; delay = Math.min(delay * 2, 10_000)) {

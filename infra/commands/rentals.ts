@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import YAML from 'yaml';
 import type { Bus } from '../../bus/bus';
 import { openBus } from '../../bus/open';
+import { CLI_BROKERS_SETTING } from '../../bus/broker-address';
 import { checkRental, DEFAULT_REGIONS } from '../../bus/rental-check';
 import { deleteRental, putRental, readRentals } from '../../bus/rental-store';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
@@ -94,20 +95,30 @@ function rentalFromFlags(args: ParsedArgs, defaultRegion: string): unknown {
   return o;
 }
 
-/** Parses and checks every rental first: nothing is written unless all of them are valid. */
-function validated(raws: unknown[], regions: readonly string[]): Rental[] {
+/**
+ * The region of a rental put from flags without --region against a running service, until the service names the
+ * one its gateways serve. Not a valid region name (regions are lowercase words), so it cannot collide.
+ */
+const UNKNOWN_REGION = '(service region)';
+
+/** Parses every rental (its shape and types); nothing connects before this. */
+function parsed(raws: unknown[]): Rental[] {
   return raws.map((raw, i) => {
-    const where = raws.length > 1 ? `rental ${i}: ` : '';
-    let r: Rental;
     try {
-      r = parseRental(raw);
+      return parseRental(raw);
     } catch (e) {
-      throw new UsageError(`${where}${(e as Error).message}`);
+      throw new UsageError(`${raws.length > 1 ? `rental ${i}: ` : ''}${(e as Error).message}`);
     }
-    const problems = checkRental(r, regions);
-    if (problems.length > 0) throw new UsageError(`${where}invalid rental ${JSON.stringify(r.id)}:\n  ${problems.join('\n  ')}`);
-    return r;
   });
+}
+
+/** Checks every rental against the regions accepted: nothing is written unless all of them are valid. */
+function validated(rentals: Rental[], regions: readonly string[]): Rental[] {
+  rentals.forEach((r, i) => {
+    const problems = checkRental(r, regions);
+    if (problems.length > 0) throw new UsageError(`${rentals.length > 1 ? `rental ${i}: ` : ''}invalid rental ${JSON.stringify(r.id)}:\n  ${problems.join('\n  ')}`);
+  });
+  return rentals;
 }
 
 export function formatTable(rentals: Rental[]): string {
@@ -121,7 +132,7 @@ export function formatTable(rentals: Rental[]): string {
 async function kafkaTarget(brokers: string[]): Promise<RentalTarget & { close(): Promise<void> }> {
   // The CLI's output is its answer; the Kafka client's chatter goes to stderr, errors only.
   const log = createLogger({ level: process.env.LOG_LEVEL ?? 'error', destination: process.stderr });
-  const bus: Bus = await openBus({ kind: 'kafka', brokers, clientId: 'meridian-rentals-cli', createTopics: false, streamPartitions: 1 }, { log });
+  const bus: Bus = await openBus({ kind: 'kafka', brokers, clientId: 'meridian-rentals-cli', createTopics: false, streamPartitions: 1 }, { log, setting: CLI_BROKERS_SETTING });
   await bus.createTopics(defaultTopicSpecs().filter((s) => s.name === TOPIC.rentals));
   return {
     list: () => readRentals(bus, log),
@@ -149,15 +160,23 @@ export async function run(argv: string[]): Promise<number> {
   const fromFile = sub === 'put' && args.has('file') ? rentalsFromFile(args.get('file')!) : undefined;
 
   const brokers = (args.get('brokers') ?? process.env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter((b) => b.length > 0);
+  const listed = args.get('region-list')?.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  // Every rental is checked before anything connects: on Kafka entirely (its regions are the operator's list or
+  // the defaults); against a running service its shape here and its region once the service has said which it
+  // accepts. A bad rental costs one line, not a wait on a broker.
+  let toPut: Rental[] | undefined;
+  if (sub === 'put') {
+    toPut = parsed(fromFile ?? [rentalFromFlags(args, brokers.length > 0 ? '' : UNKNOWN_REGION)]);
+    if (brokers.length > 0) validated(toPut, listed ?? DEFAULT_REGIONS);
+  }
   const target: RentalTarget & { close(): Promise<void> } = brokers.length > 0 ? await kafkaTarget(brokers) : { ...adminClient(args.get('admin'), args.get('endpoints')), close: async () => undefined };
   try {
     if (sub === 'put') {
       // A running service says which regions it accepts and which one its gateways serve, so the simplest put
       // (no --region) is admitted where it is made; Kafka has no service to ask: the operator names the region.
       const service = await target.regions?.();
-      const listed = args.get('region-list');
-      const regions = listed !== undefined ? listed.split(',').map((x) => x.trim()).filter((x) => x.length > 0) : service?.regions ?? DEFAULT_REGIONS;
-      const toWrite = validated(fromFile ?? [rentalFromFlags(args, service?.region ?? '')], regions);
+      const regions = listed ?? service?.regions ?? DEFAULT_REGIONS;
+      const toWrite = validated(toPut!.map((r) => (r.region === UNKNOWN_REGION ? { ...r, region: service?.region ?? '' } : r)), regions);
       for (const r of toWrite) {
         await target.put(r);
         process.stdout.write(`put ${r.id}\n`);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Bus, BusMessage } from '../../bus/bus';
 import { openBus } from '../../bus/open';
+import { CLI_BROKERS_SETTING } from '../../bus/broker-address';
 import { RecordingError, type RecordingMeta } from '../../bus/recording';
 import { RecordingWriter, fileChunks, readRecording, verifyRecordingFile } from '../../bus/recording-io';
 import { formatRangePoint, parseRangePoint, readRange, type RangePoint } from '../../bus/topic-range';
@@ -67,7 +68,7 @@ function brokersOf(args: ParsedArgs): string[] {
 async function kafkaBus(brokers: string[], clientId: string): Promise<Bus> {
   // The CLI's output is its answer; the Kafka client's chatter goes to stderr, errors only.
   const log = createLogger({ level: process.env.LOG_LEVEL ?? 'error', destination: process.stderr });
-  return openBus({ kind: 'kafka', brokers, clientId, createTopics: false, streamPartitions: 1 }, { log });
+  return openBus({ kind: 'kafka', brokers, clientId, createTopics: false, streamPartitions: 1 }, { log, setting: CLI_BROKERS_SETTING });
 }
 
 function pointOption(args: ParsedArgs, name: string): RangePoint | undefined {

@@ -13,7 +13,7 @@ import { startRpcGateway } from '../../gateways/rpc/gateway';
 
 // One process of the chain gateway bench (test/bench/rpc.ts): RPC_BENCH_ROLE=chain runs the local chain node,
 // RPC_BENCH_ROLE=gateway runs the gateway (metering on, usage events produced to an embedded bus) in front of
-// RPC_BENCH_UPSTREAM, RPC_BENCH_ROLE=bare the least a proxy can be (node:http in, an undici pool out, the reply
+// RPC_BENCH_UPSTREAM (RPC_BENCH_FLEET=1: with fleet-wide limits), RPC_BENCH_ROLE=bare the least a proxy can be (node:http in, an undici pool out, the reply
 // bytes passed back; no auth, metering, usage, health or error contract), the reference for what the extra hop
 // itself costs on this machine. Each reports its URLs once listening and its CPU time when asked, so the figures of the
 // gateway are its own and not the load generator's or the node's.
@@ -68,13 +68,16 @@ async function main(): Promise<void> {
     // gateway pays for them in scavenges that copy survivors and in mark-compact pauses). The reader below
     // consumes as events arrive; `skipped` (events retention dropped before it read them) is reported.
     const bus = new EmbeddedBus({ topicLimits: { [TOPIC.usageEvents]: { maxMessagesPerPartition: USAGE_RETAINED } } });
-    await bus.createTopics(defaultTopicSpecs().filter((t) => t.name === TOPIC.usageEvents));
+    await bus.createTopics(defaultTopicSpecs().filter((t) => t.name === TOPIC.usageEvents || t.name === TOPIC.fleetUsage));
     const usage = new UsageProducer(bus, { log });
     let events = 0;
     const consumer = await bus.consume({ topics: [TOPIC.usageEvents], from: 'beginning', onBatch: (b) => void (events += b.length) });
     const cfg = parseRpcGatewayConfig({ listen: '127.0.0.1:0', wsListen: '127.0.0.1:0', upstreams: [up], region: '' });
     const rentals = rentalsFromList([parseRental({ id: 'bench', ips: ['127.0.0.1'], rps: 1e9, tps: 1e9 })]);
-    const gw = await startRpcGateway(cfg, { rentals, log, usage: process.env.RPC_BENCH_NO_USAGE === '1' ? undefined : usage });
+    // RPC_BENCH_FLEET=1: fleet-wide limits on, the usage exchange on this process's bus (reports every 200 ms, read
+    // back, no peer): the per-request rule and the exchange's own work, not a broker's round trip.
+    const fleet = process.env.RPC_BENCH_FLEET === '1';
+    const gw = await startRpcGateway(cfg, { rentals, log, usage: process.env.RPC_BENCH_NO_USAGE === '1' ? undefined : usage, ...(fleet ? { fleetBus: bus } : {}) });
     process.send!({ type: 'ready', http: gw.http.url, ws: gw.ws.url });
     close = async () => {
       await gw.close();

@@ -11,7 +11,8 @@ import { fmt, summarize, type BenchResult } from './stats';
 //     added p50/p99 = gateway pNN − direct pNN, and paired_added_p99 = p99 over the pairs of (gateway − direct);
 //   - throughput: 64 requests in flight over 32 keep-alive connections for a few seconds; the gateway's own
 //     CPU (it runs in its own process) gives requests/s per core of the gateway;
-//   - for a cheap method (getHealth) and a batch of 10 of it, with metering and usage events on; as
+//   - for a cheap method (getHealth) and a batch of 10 of it, with metering and usage events on; beside it, the
+//     same with fleet-wide limits on (gateways.rpc.fleet: the usage exchange on the gateway's bus); as
 //     references, once more with usage events off, and getHealth through a bare proxy (node:http + undici, no
 //     gateway logic: what the extra hop alone costs on this machine);
 //   - WebSocket: slotSubscribe directly and through the gateway at once; for each slot, the arrival-time
@@ -233,6 +234,7 @@ export async function benchRpc(): Promise<BenchResult[]> {
   const upstream = JSON.stringify({ http: chain.http, ws: chain.ws });
   let gwc: Child | undefined;
   let noUsage: Child | undefined;
+  let fleet: Child | undefined;
   let bare: Child | undefined;
   const out: BenchResult[] = [];
   try {
@@ -249,6 +251,10 @@ export async function benchRpc(): Promise<BenchResult[]> {
     const { events, skipped } = await gwc.cpu();
     await gwc.close();
     out[0]!.note += `; usage events produced by the gateway and read back from its bus during the run: ${fmt(events)} (${fmt(skipped)} lost to retention); node, gateway and load generator share 2 cores`;
+    // The same gateway with fleet-wide limits on (the usage exchange on its bus), beside the run above.
+    fleet = await startChild({ RPC_BENCH_ROLE: 'gateway', RPC_BENCH_UPSTREAM: upstream, RPC_BENCH_FLEET: '1' });
+    out.push(...(await httpCases(chain.http, fleet, ' (fleet limits on)')));
+    await fleet.close();
     // Reference: the same gateway with usage events off (metering on), to show what producing them costs.
     noUsage = await startChild({ RPC_BENCH_ROLE: 'gateway', RPC_BENCH_UPSTREAM: upstream, RPC_BENCH_NO_USAGE: '1' });
     out.push(...(await httpCases(chain.http, noUsage, ' (reference: usage events off)')));
@@ -259,6 +265,7 @@ export async function benchRpc(): Promise<BenchResult[]> {
   } finally {
     await gwc?.close();
     await noUsage?.close();
+    await fleet?.close();
     await bare?.close();
     await chain.close();
   }

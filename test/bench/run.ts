@@ -25,6 +25,7 @@ const BENCHES: BenchModule[] = [
   { file: './billing', title: 'billing', entry: 'benchBilling' },
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
   { file: './rpc', title: 'rpc gateway', entry: 'benchRpc' },
+  { file: './fleet-meter', title: 'chain gateway meter: fleet-wide limits beside local', entry: 'benchFleetMeter' },
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
   { file: './evm', title: 'evm', entry: 'benchEvm' },
   { file: './submit', title: 'submit', entry: 'benchSubmit' },
