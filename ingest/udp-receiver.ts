@@ -8,10 +8,16 @@ import type { Log } from '../infra/base/log';
 // here, where the loss is visible, rather than silently in the kernel. SO_RCVBUF is raised as configured;
 // the kernel caps it at net.core.rmem_max (Linux reports double the granted size), so the effective size is
 // reported and a shortfall is logged.
+//
+// Under a flood the queue sheds first what is least likely to matter: once it is half full, packets from
+// addresses that have never sent a verified shred (`preferred` says which have) are dropped and counted as
+// shed, so a known feed's shreds keep their place. The kernel's own drops (a socket buffer that overflowed
+// because ingest did not read fast enough) are read from /proc by udp-drops.ts.
 
 const DRAIN_SLICE = 512;
 
-export type PacketHandler = (packet: Buffer, arrivalMs: number) => void;
+/** `source`: the sender's address (no port: a feed may send from many ports, a spoofer can pick any). */
+export type PacketHandler = (packet: Buffer, arrivalMs: number, source: string) => void;
 
 export interface UdpReceiverOptions {
   host: string;
@@ -20,6 +26,8 @@ export interface UdpReceiverOptions {
   /** The operator asked for recvBufferBytes (production config): a kernel cap below it is logged at warn. */
   recvBufferExplicit?: boolean;
   queuePackets: number;
+  /** Sources served first: past half the queue, packets from any other source are shed. Absent = no shedding. */
+  preferred?: (source: string) => boolean;
   log?: Log;
   now?: () => number;
 }
@@ -27,6 +35,8 @@ export interface UdpReceiverOptions {
 export interface UdpReceiverStats {
   received: number;
   queueDrops: number;
+  /** Packets from non-preferred sources dropped because the queue was past half full. */
+  shed: number;
   queued: number;
 }
 
@@ -46,10 +56,14 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
   const cap = opts.queuePackets;
   const packets = new Array<Buffer | undefined>(cap);
   const times = new Float64Array(cap);
+  const sources = new Array<string>(cap);
+  const shedAbove = cap >>> 1;
+  const preferred = opts.preferred;
   let head = 0;
   let size = 0;
   let received = 0;
   let queueDrops = 0;
+  let shed = 0;
   let scheduled = false;
   let closed = false;
   let drained: (() => void) | null = null;
@@ -59,10 +73,11 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     for (let n = 0; n < DRAIN_SLICE && size > 0; n++) {
       const p = packets[head]!;
       const t = times[head]!;
+      const src = sources[head]!;
       packets[head] = undefined;
       head = (head + 1) % cap;
       size--;
-      handle(p, t); // the pipeline never throws
+      handle(p, t, src); // the pipeline never throws
     }
     if (size > 0) schedule();
     else if (drained !== null) drained();
@@ -74,15 +89,21 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     }
   };
 
-  socket.on('message', (msg) => {
+  socket.on('message', (msg, rinfo) => {
     received++;
     if (size >= cap) {
       queueDrops++;
       return;
     }
+    const source = rinfo.address;
+    if (size >= shedAbove && preferred !== undefined && !preferred(source)) {
+      shed++;
+      return;
+    }
     const i = (head + size) % cap;
     packets[i] = msg;
     times[i] = now();
+    sources[i] = source;
     size++;
     schedule();
   });
@@ -120,7 +141,7 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
   return {
     address: { host: a.address, port: a.port },
     recvBufferBytes: effective,
-    stats: () => ({ received, queueDrops, queued: size }),
+    stats: () => ({ received, queueDrops, shed, queued: size }),
     async close() {
       if (closed) return;
       closed = true;
