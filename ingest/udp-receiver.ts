@@ -13,6 +13,14 @@ import type { Log } from '../infra/base/log';
 // addresses that have never sent a verified shred (`preferred` says which have) are dropped and counted as
 // shed, so a known feed's shreds keep their place. The kernel's own drops (a socket buffer that overflowed
 // because ingest did not read fast enough) are read from /proc by udp-drops.ts.
+//
+// The kernel drops before any of that, and without looking at the sender: when ingest is starved of CPU (a
+// flood, a busy host) its one socket buffer fills with whatever arrives most, and a feed's shreds are lost
+// with the flood's. So each known-good sender (addr:port, up to `dedicatedSockets`) gets a socket of its own:
+// bound to the same address and port (SO_REUSEADDR on all of them) and connect()ed to that sender. Linux
+// delivers a datagram to the best-matching socket, and a connected one matches its peer better than the
+// listening socket does, so that sender's datagrams land in their own receive buffer, which a flood from
+// anywhere else cannot fill. Packets from every socket go through the one queue above.
 
 const DRAIN_SLICE = 512;
 
@@ -28,6 +36,8 @@ export interface UdpReceiverOptions {
   queuePackets: number;
   /** Sources served first: past half the queue, packets from any other source are shed. Absent = no shedding. */
   preferred?: (source: string) => boolean;
+  /** Senders (addr:port) of preferred sources given a connected socket of their own (default 64; 0 = none). */
+  dedicatedSockets?: number;
   log?: Log;
   now?: () => number;
 }
@@ -37,6 +47,8 @@ export interface UdpReceiverStats {
   queueDrops: number;
   /** Packets from non-preferred sources dropped because the queue was past half full. */
   shed: number;
+  /** Connected sockets open for known-good senders. */
+  dedicated: number;
   queued: number;
 }
 
@@ -51,7 +63,13 @@ export interface UdpReceiver {
 
 export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketHandler): Promise<UdpReceiver> {
   const now = opts.now ?? (() => performance.timeOrigin + performance.now());
-  const socket = dgram.createSocket({ type: net.isIPv6(opts.host) ? 'udp6' : 'udp4' });
+  const type = net.isIPv6(opts.host) ? 'udp6' : 'udp4';
+  const maxDedicated = opts.preferred === undefined ? 0 : (opts.dedicatedSockets ?? 64);
+  const socket = dgram.createSocket({ type, reuseAddr: maxDedicated > 0 });
+  /** addr:port → its connected socket (null while binding, or when it could not be made: not retried). */
+  const dedicated = new Map<string, dgram.Socket | null>();
+  /** The bound address, once bound (dedicated sockets bind to the same). */
+  let local = { address: '', port: 0 };
   // A ring of packets and arrival times.
   const cap = opts.queuePackets;
   const packets = new Array<Buffer | undefined>(cap);
@@ -89,6 +107,43 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     }
   };
 
+  const enqueue = (msg: Buffer, source: string): void => {
+    const i = (head + size) % cap;
+    packets[i] = msg;
+    times[i] = now();
+    sources[i] = source;
+    size++;
+    schedule();
+  };
+  const dedicate = (source: string, port: number): void => {
+    const key = `${source}:${port}`;
+    if (dedicated.has(key) || dedicated.size >= maxDedicated || closed) return;
+    dedicated.set(key, null);
+    const d = dgram.createSocket({ type, reuseAddr: true });
+    d.on('message', (msg) => {
+      received++;
+      if (size >= cap) queueDrops++;
+      else enqueue(msg, source);
+    });
+    d.once('error', (err) => {
+      opts.log?.debug({ err }, 'ingest: no dedicated socket for a known-good sender; its shreds stay on the shared socket');
+      d.close();
+    });
+    d.bind(local.port, local.address, () => {
+      d.connect(port, source, () => {
+        if (closed) d.close();
+        else {
+          try {
+            if (opts.recvBufferBytes > 0) d.setRecvBufferSize(opts.recvBufferBytes);
+          } catch {
+            // the kernel default buffer still isolates this sender from the flood
+          }
+          dedicated.set(key, d);
+        }
+      });
+    });
+  };
+
   socket.on('message', (msg, rinfo) => {
     received++;
     if (size >= cap) {
@@ -96,16 +151,15 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
       return;
     }
     const source = rinfo.address;
-    if (size >= shedAbove && preferred !== undefined && !preferred(source)) {
-      shed++;
-      return;
+    if (preferred !== undefined && (size >= shedAbove || maxDedicated > 0)) {
+      const good = preferred(source);
+      if (!good && size >= shedAbove) {
+        shed++;
+        return;
+      }
+      if (good && maxDedicated > 0) dedicate(source, rinfo.port);
     }
-    const i = (head + size) % cap;
-    packets[i] = msg;
-    times[i] = now();
-    sources[i] = source;
-    size++;
-    schedule();
+    enqueue(msg, source);
   });
   try {
     await new Promise<void>((resolve, reject) => {
@@ -129,6 +183,7 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     opts.log?.warn({ err: e }, 'could not set SO_RCVBUF');
   }
   const a = socket.address();
+  local = { address: a.address, port: a.port };
   opts.log?.info({ host: a.address, port: a.port, recvBufferRequested: opts.recvBufferBytes, recvBufferEffective: effective }, 'ingest listening (UDP)');
   // Linux grants min(request, rmem_max) and reports twice that. The built-in default is a wish, and most
   // desktops cap it: info, once. A size the config asks for is the operator's requirement: warn.
@@ -141,10 +196,11 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
   return {
     address: { host: a.address, port: a.port },
     recvBufferBytes: effective,
-    stats: () => ({ received, queueDrops, shed, queued: size }),
+    stats: () => ({ received, queueDrops, shed, dedicated: [...dedicated.values()].filter((d) => d !== null).length, queued: size }),
     async close() {
       if (closed) return;
       closed = true;
+      for (const d of dedicated.values()) if (d !== null) d.close();
       await new Promise<void>((r) => socket.close(() => r()));
       if (size > 0) await new Promise<void>((r) => (drained = r));
     },
