@@ -20,9 +20,13 @@ import type { Log } from '../infra/base/log';
 // bound to the same address and port (SO_REUSEADDR on all of them) and connect()ed to that sender. Linux
 // delivers a datagram to the best-matching socket, and a connected one matches its peer better than the
 // listening socket does, so that sender's datagrams land in their own receive buffer, which a flood from
-// anywhere else cannot fill. Packets from every socket go through the one queue above.
+// anywhere else cannot fill. Packets from every socket go through the one queue above. Each may hold up to
+// SO_RCVBUF of kernel memory (so at most dedicatedSockets + 1 buffers in all); one idle for a minute is given up
+// when a new known-good sender needs the place.
 
 const DRAIN_SLICE = 512;
+/** A dedicated socket that received nothing for this long may be given to another known-good sender. */
+const DEDICATED_IDLE_MS = 60_000;
 
 /** `source`: the sender's address (no port: a feed may send from many ports, a spoofer can pick any). */
 export type PacketHandler = (packet: Buffer, arrivalMs: number, source: string) => void;
@@ -68,6 +72,9 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
   const socket = dgram.createSocket({ type, reuseAddr: maxDedicated > 0 });
   /** addr:port → its connected socket (null while binding, or when it could not be made: not retried). */
   const dedicated = new Map<string, dgram.Socket | null>();
+  /** When each dedicated socket last received (ms): a sender gone quiet gives its place up to a new one. */
+  const lastHeard = new Map<string, number>();
+  let lastReclaimMs = -Infinity;
   /** The bound address, once bound (dedicated sockets bind to the same). */
   let local = { address: '', port: 0 };
   // A ring of packets and arrival times.
@@ -115,13 +122,36 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     size++;
     schedule();
   };
+  /** At most once a second when the table is full: closes the socket idle longest, if idle over DEDICATED_IDLE_MS. */
+  const reclaim = (t: number): void => {
+    if (t - lastReclaimMs < 1000) return;
+    lastReclaimMs = t;
+    let oldest: string | undefined;
+    let oldestMs = t - DEDICATED_IDLE_MS;
+    for (const [key, ms] of lastHeard) {
+      if (ms < oldestMs) {
+        oldest = key;
+        oldestMs = ms;
+      }
+    }
+    if (oldest === undefined) return;
+    dedicated.get(oldest)?.close();
+    dedicated.delete(oldest);
+    lastHeard.delete(oldest);
+  };
   const dedicate = (source: string, port: number): void => {
     const key = `${source}:${port}`;
-    if (dedicated.has(key) || dedicated.size >= maxDedicated || closed) return;
+    if (dedicated.has(key) || closed) return;
+    if (dedicated.size >= maxDedicated) {
+      reclaim(now());
+      if (dedicated.size >= maxDedicated) return;
+    }
     dedicated.set(key, null);
+    lastHeard.set(key, now()); // a socket that fails to bind stays null and is reclaimed like an idle one
     const d = dgram.createSocket({ type, reuseAddr: true });
     d.on('message', (msg) => {
       received++;
+      lastHeard.set(key, now());
       if (size >= cap) queueDrops++;
       else enqueue(msg, source);
     });
@@ -139,6 +169,7 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
             // the kernel default buffer still isolates this sender from the flood
           }
           dedicated.set(key, d);
+          lastHeard.set(key, now());
         }
       });
     });
