@@ -65,6 +65,16 @@ export interface UdpReceiver {
   close(): Promise<void>;
 }
 
+function bindSocket(socket: dgram.Socket, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(port, host, () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+}
+
 export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketHandler): Promise<UdpReceiver> {
   const now = opts.now ?? (() => performance.timeOrigin + performance.now());
   const type = net.isIPv6(opts.host) ? 'udp6' : 'udp4';
@@ -193,13 +203,20 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     enqueue(msg, source);
   });
   try {
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(opts.port, opts.host, () => {
-        socket.off('error', reject);
-        resolve();
-      });
-    });
+    // SO_REUSEADDR (for the dedicated sockets) would let this bind share a port another process holds with the
+    // option set, a second ingest say, and split the feed silently. A plain socket bound first fails on a port
+    // anyone holds: that is the check, and it picks the port when 0 was asked for.
+    let port = opts.port;
+    if (maxDedicated > 0) {
+      const probe = dgram.createSocket({ type });
+      try {
+        await bindSocket(probe, port, opts.host);
+        port = probe.address().port;
+      } finally {
+        await new Promise<void>((r) => probe.close(() => r()));
+      }
+    }
+    await bindSocket(socket, port, opts.host);
   } catch (e) {
     socket.close();
     throw e; // the caller names the setting (a bind failure is reported once, by whoever chose the address)

@@ -117,4 +117,16 @@ describe('ingest: UDP receiver', () => {
       await rx.close();
     }
   });
+  it('with dedicated sockets on (SO_REUSEADDR), a port another socket holds, even with SO_REUSEADDR, still fails the start', async () => {
+    const taken = dgram.createSocket({ type: 'udp4', reuseAddr: true });
+    await new Promise<void>((r) => taken.bind(0, '127.0.0.1', r));
+    try {
+      await assert.rejects(
+        startUdpReceiver({ host: '127.0.0.1', port: taken.address().port, recvBufferBytes: 0, queuePackets: 16, preferred: () => true }, () => undefined),
+        (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE',
+      );
+    } finally {
+      taken.close();
+    }
+  });
 });
