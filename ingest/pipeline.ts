@@ -65,6 +65,12 @@ export interface PipelineStats {
   shredsRecovered: number;
   equivocations: number;
   duplicates: number;
+  /** Re-anchors (each on a verified shred), by cause. */
+  windowResets: Record<'below' | 'above', number>;
+  /** Leader-signature verifies run by outcome and source class, and those the root cache saved. */
+  verifies: ReturnType<FecResolver['stats']>['verifies'];
+  verifyCache: ReturnType<FecResolver['stats']>['verifyCache'];
+  completedRootHits: number;
   slots: number;
   batches: number;
   batchesInvalid: Record<EntryReason, number>;
@@ -147,19 +153,25 @@ export class Pipeline {
       },
       // The reassembler keeps its own window and per-slot marks: re-anchor it with the resolver, or a feed that
       // moved below the old window completes sets that reassembly then drops as stale (a cluster restart). The
-      // status tracker too: after a restart slot numbers repeat with other content.
-      onWindowReset: () => {
+      // status tracker too: after a restart slot numbers repeat with other content. One line per reset: only a
+      // verified shred causes one, and at most one per windowResetMs.
+      onWindowReset: (r) => {
         this.reassembler.reset();
         this.statuses.reset();
+        this.log?.warn(
+          { cause: r.cause, slot: r.slot, previousHighest: r.previousHighest, quietMs: Math.round(r.quietMs) },
+          `ingest re-anchored: a verified shred ${r.cause === 'below' ? 'below' : 'above'} the slot window after ${Math.round(r.quietMs)} ms without a completed set; per-slot state dropped (sets already published stay published)`,
+        );
       },
     });
     this.reassembler = new BatchReassembler<BatchDecode>({ slotWindow, maxPendingSets: opts.maxPendingSets, decode: decodeEntryBatch });
   }
 
-  push(packet: Buffer, arrivalMs: number): void {
+  /** `source`: the sending address, for the per-source verify budgets (absent for captures and tests). */
+  push(packet: Buffer, arrivalMs: number, source?: string): void {
     this.c.packets.inc();
     try {
-      const out = this.resolver.push(packet, arrivalMs);
+      const out = this.resolver.push(packet, arrivalMs, source);
       if (out.kind === 'rejected' && PARSE_REJECT_SET.has(out.reason)) return;
       this.countVariant(packet[VARIANT_OFF]!);
       if (out.kind === 'completes') {
@@ -176,6 +188,11 @@ export class Pipeline {
       this.c.internal.inc();
       this.warn({ err: e, internalErrors: this.c.internal.value }, 'ingest pipeline: unexpected error; packet dropped');
     }
+  }
+
+  /** The address has sent a verified shred: the receive queue serves it first when it backs up. */
+  isGoodSource(source: string): boolean {
+    return this.resolver.isGoodSource(source);
   }
 
   private countVariant(v: number): void {
@@ -238,6 +255,10 @@ export class Pipeline {
       shredsRecovered: rs.recoveredShreds,
       equivocations: rs.equivocations,
       duplicates: rs.duplicates,
+      windowResets: rs.windowResetsBy,
+      verifies: rs.verifies,
+      verifyCache: rs.verifyCache,
+      completedRootHits: rs.completedRootHits,
       slots: rs.newSlots,
       batches: this.c.batches.value,
       batchesInvalid: values(this.c.batchesInvalid),
@@ -251,10 +272,13 @@ export class Pipeline {
   }
 
   /** State sizes, for bounds checks (fuzz tests) and gauges. */
-  sizes(): { inProgressSets: number; completedSetsHeld: number; reassemblySlots: number; pendingSets: number; statusSlots: number } {
+  sizes(): { inProgressSets: number; completedSetsHeld: number; reassemblySlots: number; pendingSets: number; statusSlots: number; goodSources: number; unprovenSources: number; provenRoots: number; failedRoots: number; completedRoots: number } {
     const rs = this.resolver.stats();
     const a = this.reassembler.sizes();
-    return { inProgressSets: rs.inProgressSets, completedSetsHeld: rs.completedSetsHeld, reassemblySlots: a.slots, pendingSets: a.pendingSets, statusSlots: this.statuses.size };
+    return {
+      inProgressSets: rs.inProgressSets, completedSetsHeld: rs.completedSetsHeld, reassemblySlots: a.slots, pendingSets: a.pendingSets, statusSlots: this.statuses.size,
+      goodSources: rs.sources.good, unprovenSources: rs.sources.unproven, provenRoots: rs.roots.proven, failedRoots: rs.roots.failed, completedRoots: rs.roots.completed,
+    };
   }
 
   /** Slot statuses derived so far, by status (and the tracker's evictions and decode failures). */

@@ -12,6 +12,7 @@ import { leaderKeysFor, type RpcCall } from './leader-schedule';
 import { Pipeline, type PipelineStats } from './pipeline';
 import { DEFAULT_TOPICS, publishSink, type IngestTopics } from './publish-sink';
 import { Publisher, type PublisherStats } from './publisher';
+import { socketDrops, udpRcvbufErrors } from './udp-drops';
 import { startUdpReceiver, type UdpReceiver, type UdpReceiverStats } from './udp-receiver';
 
 // `meridian start`'s ingest: UDP socket → Pipeline → Publisher → bus and, with ingest.chain set, the chain node's
@@ -21,7 +22,7 @@ import { startUdpReceiver, type UdpReceiver, type UdpReceiverStats } from './udp
 const LEADER_WARMUP_MS = 5000;
 
 export interface IngestStats {
-  receiver: UdpReceiverStats;
+  receiver: UdpReceiverStats & { kernelDrops: number | null };
   pipeline: PipelineStats;
   publisher: PublisherStats;
   sizes: ReturnType<Pipeline['sizes']>;
@@ -115,8 +116,11 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
   let receiver: UdpReceiver;
   try {
     receiver = await startUdpReceiver(
-      { host: cfg.host, port: cfg.port, recvBufferBytes: cfg.recvBufferBytes, recvBufferExplicit: cfg.recvBufferExplicit, queuePackets: cfg.queuePackets, log },
-      (packet, arrivalMs) => pipeline.push(packet, arrivalMs),
+      {
+        host: cfg.host, port: cfg.port, recvBufferBytes: cfg.recvBufferBytes, recvBufferExplicit: cfg.recvBufferExplicit, queuePackets: cfg.queuePackets, log,
+        preferred: (source) => pipeline.isGoodSource(source),
+      },
+      (packet, arrivalMs, source) => pipeline.push(packet, arrivalMs, source),
     );
   } catch (e) {
     leaders.close();
@@ -137,7 +141,13 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
     registry.gauge('meridian_ingest_publish_queue_drops', 'Batches dropped because the publish queue was full', undefined, () => publisher.stats().queueDrops),
     registry.gauge('meridian_ingest_udp_queue_packets', 'Packets waiting between the socket and the pipeline', undefined, () => rx.stats().queued),
     registry.gauge('meridian_ingest_udp_queue_drops', 'Packets dropped because the receive queue was full', undefined, () => rx.stats().queueDrops),
+    registry.gauge('meridian_ingest_udp_queue_shed', 'Packets from sources that never sent a verified shred, shed because the receive queue was past half full', undefined, () => rx.stats().shed),
     registry.gauge('meridian_ingest_udp_recv_buffer_bytes', 'SO_RCVBUF as reported by the kernel', undefined, () => rx.recvBufferBytes),
+    // -1: /proc does not say (not Linux).
+    registry.gauge('meridian_ingest_udp_kernel_drops', "Datagrams the kernel dropped at ingest's socket (receive buffer full: ingest read too slowly), from /proc/net/udp", undefined, () => socketDrops(rx.address.port, rx.address.host.includes(':')) ?? -1),
+    registry.gauge('meridian_ingest_udp_rcvbuf_errors', 'Udp RcvbufErrors of /proc/net/snmp: receive-buffer drops of every UDP socket in the network namespace', undefined, () => udpRcvbufErrors() ?? -1),
+    registry.gauge('meridian_ingest_sources', 'Sending addresses tracked for verify budgets, by class', { class: 'good' }, () => pipeline.sizes().goodSources),
+    registry.gauge('meridian_ingest_sources', 'Sending addresses tracked for verify budgets, by class', { class: 'unproven' }, () => pipeline.sizes().unprovenSources),
     registry.gauge('meridian_ingest_slot_status_slots', 'Slots whose statuses the tracker holds (capped at 2 x slotWindow + 64)', undefined, () => pipeline.sizes().statusSlots),
     registry.gauge('meridian_ingest_chain_statuses_held', 'Chain node statuses waiting for ingest to decode their slot', undefined, () => hold?.size ?? 0),
   ];
@@ -145,7 +155,7 @@ export async function startIngest(cfg: IngestConfig, bus: Bus, log: Log, extras:
   return {
     address: rx.address,
     recvBufferBytes: rx.recvBufferBytes,
-    stats: () => ({ receiver: rx.stats(), pipeline: pipeline.stats(), publisher: publisher.stats(), sizes: pipeline.sizes(), slotStatuses: pipeline.slotStatusCounts(), ...(chain === undefined || hold === undefined ? {} : { chain: { ...chain.stats(), held: hold.size, timedOut: hold.timedOut } }) }),
+    stats: () => ({ receiver: { ...rx.stats(), kernelDrops: socketDrops(rx.address.port, rx.address.host.includes(':')) }, pipeline: pipeline.stats(), publisher: publisher.stats(), sizes: pipeline.sizes(), slotStatuses: pipeline.slotStatusCounts(), ...(chain === undefined || hold === undefined ? {} : { chain: { ...chain.stats(), held: hold.size, timedOut: hold.timedOut } }) }),
     close() {
       closing ??= (async () => {
         chain?.close();

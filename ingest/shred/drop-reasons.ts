@@ -23,6 +23,7 @@ export const PARSE_REJECTS = [
 export const RESOLVE_REJECTS = [
   'slot_window', // slot outside [highest completed − window, highest completed + window]
   'leader_unknown', // the leader check is on and no leader is known for the slot
+  'source_budget', // would need a verify, and the sending address spent its budget of failed verifies (source-budget.ts)
   'signature', // leader signature does not verify over the root the shred's proof reaches
   'merkle_proof', // proof does not reach the set's verified root (tampered payload or proof)
   'conflict', // same position as a stored shred, same root, different bytes (e.g. another signature encoding)

@@ -1,14 +1,19 @@
 // FecResolver: parsed shreds in, named outcomes out (rejected / ignored / okay / completes / equivocation),
 // one FEC set (slot, fec_set_index) at a time.
 //
-// Per shred, in order:
+// Per shred, in order (cheap before dear: every reject that needs no signature comes before one):
 //   1. slot window around the highest slot that completed a set (none until the first completion). A window
-//      that traffic has left (a cluster restart back to low slots, a jump ahead, a spoofed jump with the check
-//      off) would wedge ingest for good, so when nothing has completed for windowResetMs and a shred arrives
-//      outside the window, all state is dropped and the window starts again from that traffic; onWindowReset
-//      tells the later stages (reassembly) to drop theirs too, so the new slots stream like a fresh start;
-//   2. the set's state: none → the shred opens it: fold its proof to a root and verify the leader's signature
-//      over that root (the one ed25519 verify per set); only then does the set (and a new slot) exist;
+//      that traffic has left (a cluster restart back to low slots, a jump ahead) would wedge ingest for good,
+//      so when nothing has completed for windowResetMs, a shred outside the window may re-anchor it: all
+//      state is dropped and the window starts again from that traffic — but only once that shred has passed
+//      step 2 (its leader signature verified, or the check is off). A forged shred costs a counter and
+//      nothing else; onWindowReset tells the later stages (reassembly, statuses) to drop theirs too;
+//   2. the set's state: none → the shred opens it. The sending address must have verify budget left
+//      (source-budget.ts; else dropped before any hashing); its proof is folded to a root; a root that
+//      already completed is ignored (signed-roots.ts: nothing is reassembled twice, even across a
+//      re-anchor); then the leader's signature over the root is checked — from the cache of proven and
+//      failed roots when it can be, else by the one ed25519 verify per set. Only then does the set (and a
+//      new slot) exist;
 //   3. same position already held → duplicate if equal apart from the retransmitter signature, else a conflict;
 //   4. other signature bytes than the set's → a conflict;
 //   5. Merkle climb to the set's proven nodes (verified-tree.ts) → stored; the 32nd distinct shard completes it.
@@ -18,8 +23,9 @@
 // With the leader check off (local runs), nothing authenticates a set: a spoofed set can complete, report a
 // slot and move the window. Production configures a leader source; then neither happens (spec §4).
 //
-// Memory is bounded three ways: in-progress sets are capped (oldest evicted), completed sets keep ~200 bytes
-// and are capped too, and both are dropped when their slot falls below the window.
+// Memory is bounded: in-progress sets are capped (oldest evicted), completed sets keep ~200 bytes and are
+// capped too, and both are dropped when their slot falls below the window; the root caches and the source
+// tables are capped (oldest first).
 //
 // Buffers: the resolver keeps references to accepted packets until their set completes or is evicted, and
 // the CompletedFecSet's payloads are views into them. Callers must not reuse a packet's memory.
@@ -34,8 +40,23 @@ import { DATA_SHREDS_PER_SET, SIGNATURE_SZ } from './layout';
 import type { LeaderKeys } from './leader-keys';
 import { foldProof, leafHash } from './merkle';
 import { parseShred, type ShredView } from './parse';
-import { ResolverCounters, type FecResolverStats } from './resolver-stats';
+import { ResolverCounters, type FecResolverStats, type ResetCause } from './resolver-stats';
+import { SignedRoots } from './signed-roots';
+import { SourceBudgets, type SourceBudgetOptions } from './source-budget';
 import { VerifiedTree } from './verified-tree';
+
+/** What a re-anchor (window reset) was caused by, for its log line. */
+export interface WindowReset {
+  cause: ResetCause;
+  /** The verified shred's slot that re-anchored, and the highest completed slot before. */
+  slot: number;
+  previousHighest: number;
+  /** Time since the last completed set. */
+  quietMs: number;
+}
+
+/** A forgery caught by the root cache costs hashes, not a verify: charged at this fraction of a failed verify. */
+const CACHED_FAILURE_COST = 1 / 16;
 
 export type ResolveOutcome =
   | { readonly kind: 'rejected'; readonly reason: DropReason }
@@ -59,7 +80,11 @@ export interface FecResolverOptions {
   /** The first verified shred of a slot not seen before (spec/shreds.md §4). */
   onNewSlot?: (slot: bigint, firstSeenMs: number) => void;
   /** The window was dropped (see resetWindow): later stages drop their per-slot state too. */
-  onWindowReset?: () => void;
+  onWindowReset?: (r: WindowReset) => void;
+  /** Per-address verify budgets (source-budget.ts). */
+  budgets?: SourceBudgetOptions;
+  /** Roots of completed sets remembered across evictions and re-anchors (default 65,536). */
+  maxCompletedRoots?: number;
 }
 
 // Outcomes without a payload are shared constants: nothing is allocated for the common cases.
@@ -75,7 +100,9 @@ export class FecResolver {
   private readonly maxActive: number;
   private readonly maxDone: number;
   private readonly onNewSlot: ((slot: bigint, firstSeenMs: number) => void) | undefined;
-  private readonly onWindowReset: (() => void) | undefined;
+  private readonly onWindowReset: ((r: WindowReset) => void) | undefined;
+  private readonly budgets: SourceBudgets;
+  private readonly roots: SignedRoots;
   private readonly counters: ResolverCounters;
   private readonly slots = new Map<number, Map<number, FecSetState>>();
   /** Insertion order = age: the first entry is the one evicted. */
@@ -96,28 +123,31 @@ export class FecResolver {
     this.onNewSlot = opts.onNewSlot;
     this.onWindowReset = opts.onWindowReset;
     this.counters = new ResolverCounters(opts.registry);
+    this.budgets = new SourceBudgets(opts.budgets);
+    this.roots = new SignedRoots(65_536, 16_384, opts.maxCompletedRoots ?? 65_536);
   }
 
-  /** Parses then adds one packet; parse rejects are counted here too. */
-  push(packet: Buffer, nowMs: number): ResolveOutcome {
+  /** Parses then adds one packet; parse rejects are counted here too. `source`: the sending address (budgets). */
+  push(packet: Buffer, nowMs: number, source?: string): ResolveOutcome {
     const v = parseShred(packet, this.shredVersion);
     if (typeof v === 'string') {
       this.counters.plain.shreds.inc();
       return this.reject(v);
     }
-    return this.add(v, nowMs);
+    return this.add(v, nowMs, source);
   }
 
-  add(v: ShredView, nowMs: number): ResolveOutcome {
+  add(v: ShredView, nowMs: number, source?: string): ResolveOutcome {
     this.counters.plain.shreds.inc();
     if (this.highest >= 0 && (v.slot + this.window < this.highest || v.slot > this.highest + this.window)) {
       if (nowMs - this.lastCompletionMs < this.windowResetMs) return this.reject('slot_window');
-      this.resetWindow();
+      // Traffic outside the window after the quiet time: it re-anchors the window if, and only if, it verifies.
+      return this.open(v, nowMs, source, v.slot < this.highest ? 'below' : 'above');
     }
     const st = this.slots.get(v.slot)?.get(v.fecSetIndex);
-    if (st === undefined) return this.open(v, nowMs);
+    if (st === undefined) return this.open(v, nowMs, source, null);
     if (st.done) {
-      if (!st.signedAlike(v.buf)) return this.conflict(st, v);
+      if (!st.signedAlike(v.buf)) return this.conflict(st, v, source, nowMs);
       st.mark(v.leafIndex); // bookkeeping only: late shreds are not verified (see seen())
       this.counters.plain.afterCompletion.inc();
       return LATE;
@@ -128,12 +158,13 @@ export class FecResolver {
         this.counters.plain.duplicates.inc();
         return DUPLICATE;
       }
-      return this.conflict(st, v);
+      return this.conflict(st, v, source, nowMs);
     }
-    if (!st.signedAlike(v.buf)) return this.conflict(st, v);
+    if (!st.signedAlike(v.buf)) return this.conflict(st, v, source, nowMs);
     const proofOff = v.layout.proofOff;
     if (!st.tree!.check(leafHash(v.buf, proofOff), v.leafIndex, v.buf, proofOff)) return this.reject('merkle_proof');
     this.counters.plain.accepted.inc();
+    if (source !== undefined) this.budgets.proven(source, nowMs);
     return st.accept(v) >= DATA_SHREDS_PER_SET ? this.complete(st, nowMs) : OKAY;
   }
 
@@ -143,8 +174,16 @@ export class FecResolver {
     return st === undefined ? undefined : { dataPresent: st.dataPresent(), codePresent: st.codePresent(), completed: st.done };
   }
 
-  stats(): FecResolverStats & { inProgressSets: number; completedSetsHeld: number; highestCompletedSlot: number } {
-    return { ...this.counters.snapshot(), inProgressSets: this.active.size, completedSetsHeld: this.done.size, highestCompletedSlot: this.highest };
+  stats(): FecResolverStats & { inProgressSets: number; completedSetsHeld: number; highestCompletedSlot: number; sources: { good: number; unproven: number }; roots: ReturnType<SignedRoots['sizes']> } {
+    return {
+      ...this.counters.snapshot(), inProgressSets: this.active.size, completedSetsHeld: this.done.size, highestCompletedSlot: this.highest,
+      sources: this.budgets.sizes(), roots: this.roots.sizes(),
+    };
+  }
+
+  /** The address has sent a verified shred (the receive queue serves such sources first under load). */
+  isGoodSource(source: string): boolean {
+    return this.budgets.isGood(source);
   }
 
   private reject(reason: DropReason): ResolveOutcome {
@@ -152,21 +191,54 @@ export class FecResolver {
     return REJECTED[reason];
   }
 
-  /** null = fine (or no check); otherwise the drop reason. */
-  private checkLeader(slot: number, root: Buffer, packet: Buffer, key = this.leaders?.leaderFor(slot) ?? null): DropReason | null {
-    if (key === null) return null;
-    if (key === 'unknown') return 'leader_unknown';
-    return verifyEd25519(key, root, packet.subarray(0, SIGNATURE_SZ)) ? null : 'signature';
+  /**
+   * The leader's signature over `root`, from the cache where it can be, else by a verify (charged to the source
+   * when it fails). null = authentic; otherwise the drop reason.
+   */
+  private authenticate(key: Buffer, root: Buffer, packet: Buffer, source: string | undefined, nowMs: number): DropReason | null {
+    const sigKey = SignedRoots.sigKey(packet);
+    const rootKey = SignedRoots.rootKey(root);
+    const known = this.roots.lookup(sigKey, rootKey);
+    if (known === 'proven') {
+      this.counters.verifyCache.proven.inc();
+      this.budgets.proven(source, nowMs);
+      return null;
+    }
+    if (known !== 'unknown') {
+      this.counters.verifyCache[known].inc();
+      this.budgets.failed(source, CACHED_FAILURE_COST);
+      return 'signature';
+    }
+    const cls = this.budgets.classOf(source);
+    if (verifyEd25519(key, root, packet.subarray(0, SIGNATURE_SZ))) {
+      this.counters.verifies.ok[cls].inc();
+      this.roots.addProven(sigKey, rootKey);
+      this.budgets.proven(source, nowMs);
+      return null;
+    }
+    this.counters.verifies.fail[cls].inc();
+    this.roots.addFailed(sigKey, rootKey);
+    this.budgets.failed(source, 1);
+    return 'signature';
   }
 
-  private open(v: ShredView, nowMs: number): ResolveOutcome {
-    // Ask for the leader before hashing: an unknown leader costs nothing.
+  private open(v: ShredView, nowMs: number, source: string | undefined, reanchor: ResetCause | null): ResolveOutcome {
+    // Ask for the leader and the source's budget before hashing: an unknown leader or a spent source costs nothing.
     const key = this.leaders?.leaderFor(v.slot) ?? null;
     if (key === 'unknown') return this.reject('leader_unknown');
+    if (key !== null && !this.budgets.allow(source, nowMs)) return this.reject('source_budget');
     const tree = new VerifiedTree();
     const root = tree.plant(leafHash(v.buf, v.layout.proofOff), v.leafIndex, v.buf, v.layout.proofOff);
-    const bad = this.checkLeader(v.slot, root, v.buf, key);
-    if (bad !== null) return this.reject(bad);
+    if (this.roots.isCompleted(SignedRoots.rootKey(root))) {
+      // Handed on already (its state since evicted or re-anchored away): neither reopened nor a reason to re-anchor.
+      this.counters.plain.completedRootHits.inc();
+      return LATE;
+    }
+    if (key !== null) {
+      const bad = this.authenticate(key, root, v.buf, source, nowMs);
+      if (bad !== null) return this.reject(bad);
+    }
+    if (reanchor !== null) this.resetWindow(reanchor, v.slot, nowMs);
 
     const st = new FecSetState(v.slot, v.fecSetIndex, Buffer.from(v.buf.subarray(0, SIGNATURE_SZ)), root, v.resigned, nowMs, tree);
     let sets = this.slots.get(v.slot);
@@ -189,17 +261,17 @@ export class FecResolver {
     return OKAY;
   }
 
-  private conflict(st: FecSetState, v: ShredView): ResolveOutcome {
+  private conflict(st: FecSetState, v: ShredView, source: string | undefined, nowMs: number): ResolveOutcome {
+    const key = this.leaders?.leaderFor(v.slot) ?? null;
+    if (key === 'unknown') return this.reject('leader_unknown');
+    if (key !== null && !this.budgets.allow(source, nowMs)) return this.reject('source_budget');
     const proofOff = v.layout.proofOff;
     const root = foldProof(leafHash(v.buf, proofOff), v.leafIndex, v.buf, proofOff);
     if (root.equals(st.root)) return this.reject(st.signedAlike(v.buf) ? 'conflict' : 'signature');
-    // A second root already proven for this set, with the same signature bytes, needs no second verify.
-    const sig = v.buf.subarray(0, SIGNATURE_SZ);
-    if (st.conflictRoot === null || !st.conflictRoot.equals(root) || st.conflictSignature === null || !st.conflictSignature.equals(sig)) {
-      const bad = this.checkLeader(v.slot, root, v.buf);
+    // A second root: equivocation if the leader signed it (a repeat is answered by the root cache), else a forgery.
+    if (key !== null) {
+      const bad = this.authenticate(key, root, v.buf, source, nowMs);
       if (bad !== null) return this.reject(bad);
-      st.conflictRoot = root;
-      st.conflictSignature = Buffer.from(sig);
     }
     this.counters.plain.equivocations.inc();
     return { kind: 'equivocation', slot: st.slot, fecSetIndex: st.fecSetIndex };
@@ -211,6 +283,8 @@ export class FecResolver {
     st.release();
     this.done.add(st);
     if (this.done.size > this.maxDone) this.evict(this.done.values().next().value!, false);
+    // Failed or not, the set is closed: its root is never opened again (signed-roots.ts).
+    this.roots.addCompleted(SignedRoots.rootKey(st.root));
     if (typeof set === 'string') return this.reject(set);
     this.counters.plain.completedSets.inc();
     if (set.recoveredData > 0) {
@@ -232,12 +306,14 @@ export class FecResolver {
     if (unfinished) this.counters.plain.evictedSets.inc();
   }
 
-  private resetWindow(): void {
+  /** Drops every set and slot (not the root caches: what completed stays completed). */
+  private resetWindow(cause: ResetCause, slot: number, nowMs: number): void {
+    const previousHighest = this.highest;
     for (const st of [...this.active, ...this.done]) this.evict(st, !st.done);
     this.seenSlots.clear();
     this.highest = -1;
-    this.counters.plain.windowResets.inc();
-    this.onWindowReset?.();
+    this.counters.resets[cause].inc();
+    this.onWindowReset?.({ cause, slot, previousHighest, quietMs: nowMs - this.lastCompletionMs });
   }
 
   /** The window moves with the highest completed slot; everything below it goes. */

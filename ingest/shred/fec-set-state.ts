@@ -14,9 +14,6 @@ export class FecSetState {
   count = 0;
   tree: VerifiedTree | null;
   shreds: Array<ShredView | undefined> | null;
-  /** A second root seen for this set with a valid signature: repeats are reported without re-verifying. */
-  conflictRoot: Buffer | null = null;
-  conflictSignature: Buffer | null = null;
 
   constructor(
     readonly slot: number,

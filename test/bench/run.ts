@@ -16,6 +16,7 @@ interface BenchModule {
 const BENCHES: BenchModule[] = [
   { file: './bus', title: 'bus', entry: 'benchBus' },
   { file: './ingest', title: 'ingest', entry: 'benchIngest' },
+  { file: './ingest-flood', title: 'ingest under a flood (cost per hostile datagram by kind, good blocks under a UDP flood)', entry: 'benchIngestFlood' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
   { file: './fanout-lookup', title: 'fanout matching with lookup tables resolved', entry: 'benchFanoutLookup' },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { startUdpReceiver } from '../../ingest/udp-receiver';
 import { quietLog } from '../support/log-capture';
+import { waitFor } from '../support/wait';
 
 describe('ingest: UDP receiver', () => {
   it('hands packets over with arrival times, reports SO_RCVBUF, and counts queue overflow', async () => {
@@ -59,6 +60,71 @@ describe('ingest: UDP receiver', () => {
         (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE',
       );
       assert.equal(lines.length, 0, lines.join('\n'));
+    } finally {
+      taken.close();
+    }
+  });
+  it('a known-good sender gets a connected socket of its own (up to the cap), and sources are handed over', async () => {
+    const got: Array<[string, number]> = [];
+    const good = new Set<string>(['127.0.0.1']);
+    const rx = await startUdpReceiver(
+      { host: '127.0.0.1', port: 0, recvBufferBytes: 1 << 20, queuePackets: 1024, dedicatedSockets: 1, preferred: (s) => good.has(s) },
+      (p, _t, source) => got.push([source, p.length]),
+    );
+    const bind = (addr: string): Promise<dgram.Socket> => new Promise((r) => { const s = dgram.createSocket('udp4'); s.bind(0, addr, () => r(s)); });
+    const feedA = await bind('127.0.0.1');
+    const feedB = await bind('127.0.0.1');
+    const other = await bind('127.0.0.2');
+    const send = (s: dgram.Socket, n: number): Promise<void> => new Promise((r) => s.send(Buffer.alloc(n), rx.address.port, '127.0.0.1', () => r()));
+    try {
+      await send(feedA, 10);
+      await waitFor(() => rx.stats().dedicated === 1, 5000, 'the dedicated socket');
+      await send(feedA, 11); // now on its own socket
+      await send(feedB, 12); // a second good sender: over the cap, stays on the shared socket
+      await send(other, 13);
+      await waitFor(() => got.length === 4, 5000, 'four datagrams');
+      assert.deepEqual(got, [['127.0.0.1', 10], ['127.0.0.1', 11], ['127.0.0.1', 12], ['127.0.0.2', 13]]);
+      assert.equal(rx.stats().dedicated, 1);
+      assert.equal(rx.stats().received, 4);
+    } finally {
+      for (const s of [feedA, feedB, other]) s.close();
+      await rx.close();
+    }
+  });
+  it('past half the queue, packets from senders that are not preferred are shed; preferred ones still queue', async () => {
+    const got: string[] = [];
+    const rx = await startUdpReceiver(
+      { host: '127.0.0.1', port: 0, recvBufferBytes: 1 << 20, queuePackets: 16, dedicatedSockets: 0, preferred: (s) => s === '127.0.0.1' },
+      (_p, _t, source) => got.push(source),
+    );
+    const bind = (addr: string): Promise<dgram.Socket> => new Promise((r) => { const s = dgram.createSocket('udp4'); s.bind(0, addr, () => r(s)); });
+    const feed = await bind('127.0.0.1');
+    const other = await bind('127.0.0.2');
+    try {
+      // One synchronous burst (read before the first drain, as above): 12 unproven, then 6 from the feed.
+      const sends = [...Array.from({ length: 12 }, () => other), ...Array.from({ length: 6 }, () => feed)]
+        .map((s) => new Promise<void>((r) => s.send(Buffer.alloc(50), rx.address.port, '127.0.0.1', () => r())));
+      await Promise.all(sends);
+      await waitFor(() => rx.stats().received === 18 && rx.stats().queued === 0, 5000, 'the burst read and drained');
+      const s = rx.stats();
+      assert.equal(got.filter((x) => x === '127.0.0.2').length, 8, 'unproven: up to half the queue');
+      assert.equal(s.shed, 4);
+      assert.equal(got.filter((x) => x === '127.0.0.1').length, 6, 'the feed queued past half');
+      assert.equal(s.queueDrops, 0);
+    } finally {
+      feed.close();
+      other.close();
+      await rx.close();
+    }
+  });
+  it('with dedicated sockets on (SO_REUSEADDR), a port another socket holds, even with SO_REUSEADDR, still fails the start', async () => {
+    const taken = dgram.createSocket({ type: 'udp4', reuseAddr: true });
+    await new Promise<void>((r) => taken.bind(0, '127.0.0.1', r));
+    try {
+      await assert.rejects(
+        startUdpReceiver({ host: '127.0.0.1', port: taken.address().port, recvBufferBytes: 0, queuePackets: 16, preferred: () => true }, () => undefined),
+        (e: NodeJS.ErrnoException) => e.code === 'EADDRINUSE',
+      );
     } finally {
       taken.close();
     }
