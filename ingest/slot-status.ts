@@ -1,4 +1,4 @@
-import { SlotStatusCode } from '../bus/topics/stream-slot-status';
+import { SlotStatusCode, type BlockIdentity } from '../bus/topics/stream-slot-status';
 import { Counter, type Registry } from '../infra/base/metrics';
 import { DATA_SHREDS_PER_SET, type CompletedFecSet } from './fec-set';
 import type { EntryBatch } from './entry/reassembler';
@@ -53,16 +53,8 @@ export interface SlotStatusEvent {
   block?: BlockInfo;
 }
 
-export interface BlockInfo {
-  /** The double Merkle root over the block's FEC-set roots. */
-  blockId: Buffer;
-  /** The parent the block is replayed on (the UpdateParent's when there is one, else the header's). */
-  parentSlot: bigint;
-  parentBlockId: Buffer;
-  /** An UpdateParent's FEC set index: the chain discarded every transaction in the sets before it. */
-  updateParentFecSetIndex: number | null;
-  footer: { bankHash: Buffer; producerTimeNanos: bigint; userAgent: Buffer; certs: number };
-}
+/** The block id (double Merkle root over the FEC-set roots), the parent replayed on, the UpdateParent cut, the footer. */
+export type BlockInfo = BlockIdentity;
 
 /** BlockInfo.footer.certs bits: which certificates the footer carries (not verified). */
 export const FOOTER_CERT = { final: 1, finalNotar: 2, skipReward: 4, notarReward: 8 } as const;
@@ -113,6 +105,20 @@ function setBit(map: Uint32Array, pos: number): boolean {
   if ((map[w]! & b) !== 0) return false;
   map[w] = map[w]! | b;
   return true;
+}
+
+const NO_SIGNATURES = Buffer.alloc(0);
+
+/** The first signature of every transaction a batch delivered (whole entries, then the partial one), copied. */
+function firstSignatures(d: BatchDecode): Buffer {
+  let n = d.ok ? 0 : d.partial.length;
+  for (const e of d.entries) n += e.txs.length;
+  if (n === 0) return NO_SIGNATURES;
+  const out = Buffer.allocUnsafe(n * 64);
+  let o = 0;
+  for (const e of d.entries) for (const t of e.txs) o += t.tx.signatures[0]!.copy(out, o);
+  if (!d.ok) for (const t of d.partial) o += t.tx.signatures[0]!.copy(out, o);
+  return out;
 }
 
 const STATUS_NAMES = ['first_shred_received', 'completed', 'decoded', 'dead'] as const;
@@ -211,6 +217,7 @@ export class SlotStatusTracker {
       kind: marker !== null ? 'marker' : d.ok && e.length === 0 ? 'empty' : 'entries',
       marker,
       alpentickShape: e.length === 1 && e[0]!.txs.length === 0 && e[0]!.numHashes === 1n,
+      signatures: b.slot % 4n === 0n ? firstSignatures(d) : null,
     });
     for (let p = first; p <= last; p++) if (setBit(st.decoded, p)) st.decodedCount++;
     // A refused component kills an Alpenglow block at once (the rest of the block cannot change that).
@@ -262,12 +269,20 @@ export class SlotStatusTracker {
         (f.finalCert?.notarAggregate != null ? FOOTER_CERT.finalNotar : 0) |
         (f.skipRewardCert !== null ? FOOTER_CERT.skipReward : 0) |
         (f.notarRewardCert !== null ? FOOTER_CERT.notarReward : 0);
+      let discarded = NO_SIGNATURES;
+      if (v.updateParentShred !== null) {
+        const before: Buffer[] = [];
+        for (const p of parts) if (p.firstShred < v.updateParentShred && p.signatures !== null) before.push(p.signatures);
+        discarded = Buffer.concat(before);
+      }
+      for (const p of parts) p.signatures = null; // judged: nothing more can discard them
       const block: BlockInfo = {
         blockId: blockId(st.roots.slice(0, sets), v.parent.slot, v.parent.blockId),
         parentSlot: v.parent.slot,
         parentBlockId: Buffer.from(v.parent.blockId),
         updateParentFecSetIndex: v.updateParentShred,
         footer: { bankHash: Buffer.from(f.bankHash), producerTimeNanos: f.producerTimeNanos, userAgent: Buffer.from(f.userAgent), certs },
+        discarded,
       };
       st.stage = STAGE_DECODED;
       this.c.emitted.decoded.inc();
@@ -277,6 +292,7 @@ export class SlotStatusTracker {
 
   private die(slot: bigint, st: SlotState, ms: number, reason: string): void {
     st.dead = true;
+    st.parts.clear(); // a dead block is judged once; its components (and their signatures) are not needed again
     this.send(slot, SlotStatusCode.dead, ms, reason, 'dead');
   }
 

@@ -28,6 +28,11 @@ export interface BlockPart {
   marker: ParsedMarker | null;
   /** One entry, no transactions, num_hashes 1 (an alpentick if it is the block's final component). */
   alpentickShape: boolean;
+  /**
+   * The first signature of each of its transactions (n × 64 bytes, a copy), kept only where an UpdateParent may
+   * discard them (the first slot of a leader window) until the block is judged; null elsewhere.
+   */
+  signatures: Buffer | null;
 }
 
 export interface BlockParent {
