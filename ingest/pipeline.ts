@@ -6,7 +6,7 @@ import { PARSE_REJECTS, type DropReason } from './shred/drop-reasons';
 import { FecResolver } from './shred/fec-resolver';
 import { VARIANT_OFF } from './shred/layout';
 import type { LeaderKeys } from './shred/leader-keys';
-import { SlotStatusTracker, type SlotStatusEvent } from './slot-status';
+import { SlotStatusTracker, type BlockFormat, type SlotStatusEvent } from './slot-status';
 import type { DecodedTxn } from '../proto/txn/decode';
 import { TXN_REASON_CODES, type TxnReason } from '../proto/txn/reasons';
 
@@ -45,6 +45,8 @@ export interface PipelineOptions {
   maxPendingSets?: number;
   /** Slots whose statuses are tracked at once (default 2 × slotWindow + 64). */
   maxStatusSlots?: number;
+  /** Which block rules apply (slot-status.ts; default 'auto'). */
+  blockFormat?: BlockFormat;
   /** Counters go here as meridian_ingest_* series (the process registry in production; none in tests). */
   registry?: Registry;
   log?: Log;
@@ -140,6 +142,7 @@ export class Pipeline {
       maxSlots: opts.maxStatusSlots ?? 2 * slotWindow + 64,
       emit: sink.slotStatus === undefined ? () => {} : (e) => sink.slotStatus!(e),
       registry: r,
+      blockFormat: opts.blockFormat,
     });
     this.resolver = new FecResolver({
       leaders: opts.leaders ?? null,
@@ -178,7 +181,7 @@ export class Pipeline {
         this.statuses.setCompleted(out.set, arrivalMs);
         for (const r of this.reassembler.push(out.set)) {
           this.emit(r.batch, r.decoded);
-          this.statuses.batch(r.batch, r.decoded.ok, arrivalMs);
+          this.statuses.batch(r.batch, r.decoded, arrivalMs);
         }
       } else if (out.kind === 'equivocation') {
         this.statuses.equivocation(BigInt(out.slot), out.fecSetIndex, arrivalMs);

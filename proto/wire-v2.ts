@@ -21,7 +21,10 @@
 //   Transaction:  0x08 slot varint, 0x12 signature, 0x1a decoded (arpc SubscribeResponseTransaction bytes from
 //                 ingest, unchanged), 0x22 raw, 0x2a loaded, 0x32 observed_at
 //   LoadedAddresses: 0x0a writable[], 0x12 readonly[], 0x1a unresolved_tables[] (32 bytes each)
-//   SlotUpdate:   0x08 slot, 0x10 status, 0x1a observed_at, 0x22 dead_reason
+//   SlotUpdate:   0x08 slot, 0x10 status, 0x1a observed_at, 0x22 dead_reason, 0x2a block
+//   BlockIdentity: 0x0a block_id, 0x10 parent_slot, 0x1a parent_block_id, 0x22 update_parent, 0x2a footer
+//   UpdateParentRetraction: 0x08 fec_set_index, 0x12 discarded_signatures[], 0x18 incomplete
+//   BlockFooter:  0x0a bank_hash, 0x10 producer_time_nanos, 0x1a user_agent, 0x20..0x38 certificate presence
 //   Entry:        0x08 slot, 0x10 index, 0x18 index_known, 0x20 starting_transaction_index, 0x28 num_hashes,
 //                 0x32 hash, 0x38 transaction_count, 0x42 signatures[], 0x48 batch_first_shred, 0x50 index_in_batch,
 //                 0x5a observed_at
@@ -246,9 +249,48 @@ export function encodeLoadedBlock(block: Uint8Array, writableCount: number, unre
 }
 
 /** The shared part of a slot update. */
-export function encodeSlotShared(cursor: Uint8Array, createdAtMs: number, slot: bigint, status: number, observedAtMs: number, deadReason = ''): Buffer {
+/** An Alpenglow block's identity as stream.slot-status carries it (bus/topics/stream-slot-status.ts extension 1). */
+export interface BlockIdentityFields {
+  blockId: Uint8Array;
+  parentSlot: bigint;
+  parentBlockId: Uint8Array;
+  updateParentFecSetIndex: number | null;
+  footer: { bankHash: Uint8Array; producerTimeNanos: bigint; userAgent: Uint8Array; certs: number };
+  /** n × 64 bytes. */
+  discarded: Uint8Array;
+}
+
+/** FOOTER_CERT bits of ingest/slot-status.ts, and the "list incomplete" bit of the record. */
+const CERT_FINAL = 1;
+const CERT_FINAL_NOTAR = 2;
+const CERT_SKIP_REWARD = 4;
+const CERT_NOTAR_REWARD = 8;
+const DISCARDED_INCOMPLETE = 0x80;
+
+function blockIdentity(b: BlockIdentityFields): Fields {
+  const c = b.footer.certs;
+  const footer = new Fields()
+    .bytes(0x0a, b.footer.bankHash)
+    .u64(0x10, b.footer.producerTimeNanos)
+    .bytes(0x1a, b.footer.userAgent)
+    .varint(0x20, c & CERT_FINAL ? 1 : 0)
+    .varint(0x28, c & CERT_FINAL_NOTAR ? 1 : 0)
+    .varint(0x30, c & CERT_SKIP_REWARD ? 1 : 0)
+    .varint(0x38, c & CERT_NOTAR_REWARD ? 1 : 0);
+  const f = new Fields().bytes(0x0a, b.blockId).u64(0x10, b.parentSlot).bytes(0x1a, b.parentBlockId);
+  if (b.updateParentFecSetIndex !== null) {
+    const up = new Fields().varint(0x08, b.updateParentFecSetIndex);
+    for (let i = 0; i + 64 <= b.discarded.length; i += 64) up.bytes(0x12, b.discarded.subarray(i, i + 64), true);
+    up.varint(0x18, c & DISCARDED_INCOMPLETE ? 1 : 0);
+    f.message(0x22, up);
+  }
+  return f.message(0x2a, footer);
+}
+
+export function encodeSlotShared(cursor: Uint8Array, createdAtMs: number, slot: bigint, status: number, observedAtMs: number, deadReason = '', block?: BlockIdentityFields): Buffer {
   const s = new Fields().u64(0x08, slot).varint(0x10, status).message(0x1a, timestamp(observedAtMs));
   if (deadReason !== '') s.bytes(0x22, Buffer.from(deadReason, 'utf8'));
+  if (block !== undefined) s.message(0x2a, blockIdentity(block));
   return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(SLOT_TAG, s).toBuffer();
 }
 

@@ -643,11 +643,11 @@ export class V2Hub {
       if (s.hasFloor) {
         const own = s.cursor();
         if (own !== cursor) {
-          s.deliverSlot(encodeSlotShared(own, this.now(), r.slot, r.status, r.observedAtMs, r.reason), own, false);
+          s.deliverSlot(encodeSlotShared(own, this.now(), r.slot, r.status, r.observedAtMs, r.reason, r.block), own, false);
           continue;
         }
       }
-      shared ??= encodeSlotShared(cursor, this.now(), r.slot, r.status, r.observedAtMs, r.reason);
+      shared ??= encodeSlotShared(cursor, this.now(), r.slot, r.status, r.observedAtMs, r.reason, r.block);
       s.deliverSlot(shared, cursor, false);
     }
     this.afterRecord();
@@ -778,7 +778,7 @@ export class V2Hub {
       const st = decodeSlotStatusRecord(r.value);
       if (st === null || st.slot < s.minSlot || !s.admitSlotStatus(st.slot, st.status)) return;
       const c = cursor();
-      return void s.deliverSlot(encodeSlotShared(c, this.now(), st.slot, st.status, st.observedAtMs, st.reason), c, true);
+      return void s.deliverSlot(encodeSlotShared(c, this.now(), st.slot, st.status, st.observedAtMs, st.reason, st.block), c, true);
     }
     if (this.position.has(TopicTag.slotStatus)) return; // statuses come from the status topic (see processSlot)
     const sr = decodeSlotRecord(r.value);

@@ -1,5 +1,6 @@
 import { readTransaction, type DecodedTxn } from '../../proto/txn/decode';
 import type { TxnReason } from '../../proto/txn/reasons';
+import { parseBlockMarker, type MarkerReason, type ParsedMarker } from './block-component';
 
 // An entry batch is bincode Vec<Entry> (spec/shreds.md §3):
 //
@@ -11,8 +12,10 @@ import type { TxnReason } from '../../proto/txn/reasons';
 //        txs  serialized transactions, back to back, NOT length-prefixed (decode one to learn its length)
 //   then zero padding (real producers pad; a testnet block carried ~25 KB of zeros)
 //
-// count = 0 is an empty batch, or (Alpenglow) a block marker: u16 version · u8 kind · u16 length · payload,
-// skipped by its length. Counts are checked against the bytes left before anything is read or allocated.
+// count = 0 is an empty batch (all zeros after it), or (Alpenglow) a block marker, read strictly as Agave's crate
+// reads it (block-component.ts): bytes after the marker are left unread, as Agave leaves them. Whether an empty
+// batch is allowed depends on the block's format (block-rules.ts). Counts are checked against the bytes left
+// before anything is read or allocated.
 //
 // Transactions of all three live versions sit back to back (Agave's Entry: Vec<VersionedTransaction>, each in the
 // SDK's wincode form: legacy/v0 signatures first, v1 message first; proto/txn/decode.ts tells them apart by their
@@ -26,7 +29,6 @@ const TX_COUNT_SZ = 8;
 const ENTRY_HEAD_SZ = NUM_HASHES_SZ + HASH_SZ + TX_COUNT_SZ; // 48
 /** 1 sig (compact-u16 + 64) + header 3 + 1 key (1 + 32) + blockhash 32 + 0 instructions (1): the smallest valid tx. */
 export const MIN_TX_SZ = 134;
-const MARKER_HEAD_SZ = 5;
 
 export const ENTRY_REASONS = {
   truncated: 'the batch ends inside an entry header',
@@ -34,7 +36,7 @@ export const ENTRY_REASONS = {
   bad_tx_count: 'transaction count larger than the bytes can hold',
   bad_transaction: 'a transaction failed to decode (its length, and so the rest of the batch, is unknown)',
   unknown_tx_version: 'a transaction of a version this decoder does not know (its length, and so the rest of the batch, is unknown)',
-  bad_marker: 'a block marker runs past the end',
+  bad_marker: 'a block marker Agave refuses (markerReason says why)',
   trailing_garbage: 'non-zero bytes after the last entry',
 } as const;
 export type EntryReason = keyof typeof ENTRY_REASONS;
@@ -48,20 +50,14 @@ export interface Entry {
   wires: Buffer[];
 }
 
-export interface BlockMarker {
-  version: number;
-  kind: number;
-  payload: Buffer;
-}
-
 export type BatchDecode =
-  | { ok: true; entries: Entry[]; consumed: number; trailingZeros: number; marker: BlockMarker | null }
+  | { ok: true; entries: Entry[]; consumed: number; trailingZeros: number; marker: ParsedMarker | null }
   /**
    * `entries` = the entries decoded completely before the failure, `partial` = the transactions decoded before
    * it in the entry it stopped in (both still worth publishing). `unknownVersion`: the version number when the
    * reason is 'unknown_tx_version'.
    */
-  | { ok: false; reason: EntryReason; txReason?: TxnReason; unknownVersion?: number; at: number; entries: Entry[]; partial: DecodedTxn[] };
+  | { ok: false; reason: EntryReason; txReason?: TxnReason; markerReason?: MarkerReason; unknownVersion?: number; at: number; entries: Entry[]; partial: DecodedTxn[] };
 
 const NO_TXS: DecodedTxn[] = [];
 
@@ -82,13 +78,10 @@ export function decodeEntryBatch(payload: Buffer, slot: bigint): BatchDecode {
   const count = smallU64(payload, 0);
   if (count < 0 || count > (payload.length - COUNT_SZ) / ENTRY_HEAD_SZ) return { ok: false, reason: 'bad_entry_count', at: 0, entries, partial };
   let off = COUNT_SZ;
-  let marker: BlockMarker | null = null;
   if (count === 0 && !allZero(payload, off)) {
-    if (payload.length - off < MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries, partial };
-    const len = payload.readUInt16LE(off + 3);
-    if (len > payload.length - off - MARKER_HEAD_SZ) return { ok: false, reason: 'bad_marker', at: off, entries, partial };
-    marker = { version: payload.readUInt16LE(off), kind: payload[off + 2]!, payload: payload.subarray(off + MARKER_HEAD_SZ, off + MARKER_HEAD_SZ + len) };
-    off += MARKER_HEAD_SZ + len;
+    const m = parseBlockMarker(payload);
+    if (!m.ok) return { ok: false, reason: 'bad_marker', markerReason: m.reason, at: m.at, entries, partial };
+    return { ok: true, entries, consumed: m.consumed, trailingZeros: 0, marker: m.marker };
   }
   for (let e = 0; e < count; e++) {
     if (payload.length - off < ENTRY_HEAD_SZ) return { ok: false, reason: 'truncated', at: off, entries, partial };
@@ -115,7 +108,7 @@ export function decodeEntryBatch(payload: Buffer, slot: bigint): BatchDecode {
     entries.push({ numHashes, hash, txs, wires });
   }
   if (!allZero(payload, off)) return { ok: false, reason: 'trailing_garbage', at: off, entries, partial };
-  return { ok: true, entries, consumed: off, trailingZeros: payload.length - off, marker };
+  return { ok: true, entries, consumed: off, trailingZeros: payload.length - off, marker: null };
 }
 
 /** The encoder of the pair: bincode Vec<Entry> from raw transaction bytes (tests, bench, shredder input). */

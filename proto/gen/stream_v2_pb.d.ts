@@ -632,6 +632,11 @@ export class SlotUpdate extends jspb.Message {
   getDeadReason(): string;
   setDeadReason(value: string): void;
 
+  hasBlock(): boolean;
+  clearBlock(): void;
+  getBlock(): BlockIdentity | undefined;
+  setBlock(value?: BlockIdentity): void;
+
   serializeBinary(): Uint8Array;
   toObject(includeInstance?: boolean): SlotUpdate.AsObject;
   static toObject(includeInstance: boolean, msg: SlotUpdate): SlotUpdate.AsObject;
@@ -648,6 +653,131 @@ export namespace SlotUpdate {
     status: SlotStatusMap[keyof SlotStatusMap],
     observedAt?: google_protobuf_timestamp_pb.Timestamp.AsObject,
     deadReason: string,
+    block?: BlockIdentity.AsObject,
+  }
+}
+
+export class BlockIdentity extends jspb.Message {
+  getBlockId(): Uint8Array | string;
+  getBlockId_asU8(): Uint8Array;
+  getBlockId_asB64(): string;
+  setBlockId(value: Uint8Array | string): void;
+
+  getParentSlot(): number;
+  setParentSlot(value: number): void;
+
+  getParentBlockId(): Uint8Array | string;
+  getParentBlockId_asU8(): Uint8Array;
+  getParentBlockId_asB64(): string;
+  setParentBlockId(value: Uint8Array | string): void;
+
+  hasUpdateParent(): boolean;
+  clearUpdateParent(): void;
+  getUpdateParent(): UpdateParentRetraction | undefined;
+  setUpdateParent(value?: UpdateParentRetraction): void;
+
+  hasFooter(): boolean;
+  clearFooter(): void;
+  getFooter(): BlockFooter | undefined;
+  setFooter(value?: BlockFooter): void;
+
+  serializeBinary(): Uint8Array;
+  toObject(includeInstance?: boolean): BlockIdentity.AsObject;
+  static toObject(includeInstance: boolean, msg: BlockIdentity): BlockIdentity.AsObject;
+  static extensions: {[key: number]: jspb.ExtensionFieldInfo<jspb.Message>};
+  static extensionsBinary: {[key: number]: jspb.ExtensionFieldBinaryInfo<jspb.Message>};
+  static serializeBinaryToWriter(message: BlockIdentity, writer: jspb.BinaryWriter): void;
+  static deserializeBinary(bytes: Uint8Array): BlockIdentity;
+  static deserializeBinaryFromReader(message: BlockIdentity, reader: jspb.BinaryReader): BlockIdentity;
+}
+
+export namespace BlockIdentity {
+  export type AsObject = {
+    blockId: Uint8Array | string,
+    parentSlot: number,
+    parentBlockId: Uint8Array | string,
+    updateParent?: UpdateParentRetraction.AsObject,
+    footer?: BlockFooter.AsObject,
+  }
+}
+
+export class UpdateParentRetraction extends jspb.Message {
+  getFecSetIndex(): number;
+  setFecSetIndex(value: number): void;
+
+  clearDiscardedSignaturesList(): void;
+  getDiscardedSignaturesList(): Array<Uint8Array | string>;
+  getDiscardedSignaturesList_asU8(): Array<Uint8Array>;
+  getDiscardedSignaturesList_asB64(): Array<string>;
+  setDiscardedSignaturesList(value: Array<Uint8Array | string>): void;
+  addDiscardedSignatures(value: Uint8Array | string, index?: number): Uint8Array | string;
+
+  getIncomplete(): boolean;
+  setIncomplete(value: boolean): void;
+
+  serializeBinary(): Uint8Array;
+  toObject(includeInstance?: boolean): UpdateParentRetraction.AsObject;
+  static toObject(includeInstance: boolean, msg: UpdateParentRetraction): UpdateParentRetraction.AsObject;
+  static extensions: {[key: number]: jspb.ExtensionFieldInfo<jspb.Message>};
+  static extensionsBinary: {[key: number]: jspb.ExtensionFieldBinaryInfo<jspb.Message>};
+  static serializeBinaryToWriter(message: UpdateParentRetraction, writer: jspb.BinaryWriter): void;
+  static deserializeBinary(bytes: Uint8Array): UpdateParentRetraction;
+  static deserializeBinaryFromReader(message: UpdateParentRetraction, reader: jspb.BinaryReader): UpdateParentRetraction;
+}
+
+export namespace UpdateParentRetraction {
+  export type AsObject = {
+    fecSetIndex: number,
+    discardedSignaturesList: Array<Uint8Array | string>,
+    incomplete: boolean,
+  }
+}
+
+export class BlockFooter extends jspb.Message {
+  getBankHash(): Uint8Array | string;
+  getBankHash_asU8(): Uint8Array;
+  getBankHash_asB64(): string;
+  setBankHash(value: Uint8Array | string): void;
+
+  getProducerTimeNanos(): number;
+  setProducerTimeNanos(value: number): void;
+
+  getUserAgent(): Uint8Array | string;
+  getUserAgent_asU8(): Uint8Array;
+  getUserAgent_asB64(): string;
+  setUserAgent(value: Uint8Array | string): void;
+
+  getHasFinalizationCertificate(): boolean;
+  setHasFinalizationCertificate(value: boolean): void;
+
+  getHasNotarAggregate(): boolean;
+  setHasNotarAggregate(value: boolean): void;
+
+  getHasSkipRewardCertificate(): boolean;
+  setHasSkipRewardCertificate(value: boolean): void;
+
+  getHasNotarRewardCertificate(): boolean;
+  setHasNotarRewardCertificate(value: boolean): void;
+
+  serializeBinary(): Uint8Array;
+  toObject(includeInstance?: boolean): BlockFooter.AsObject;
+  static toObject(includeInstance: boolean, msg: BlockFooter): BlockFooter.AsObject;
+  static extensions: {[key: number]: jspb.ExtensionFieldInfo<jspb.Message>};
+  static extensionsBinary: {[key: number]: jspb.ExtensionFieldBinaryInfo<jspb.Message>};
+  static serializeBinaryToWriter(message: BlockFooter, writer: jspb.BinaryWriter): void;
+  static deserializeBinary(bytes: Uint8Array): BlockFooter;
+  static deserializeBinaryFromReader(message: BlockFooter, reader: jspb.BinaryReader): BlockFooter;
+}
+
+export namespace BlockFooter {
+  export type AsObject = {
+    bankHash: Uint8Array | string,
+    producerTimeNanos: number,
+    userAgent: Uint8Array | string,
+    hasFinalizationCertificate: boolean,
+    hasNotarAggregate: boolean,
+    hasSkipRewardCertificate: boolean,
+    hasNotarRewardCertificate: boolean,
   }
 }
 

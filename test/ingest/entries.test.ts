@@ -58,18 +58,23 @@ describe('ingest/entry: bincode Vec<Entry>', () => {
     assert.equal(junk.entries.length, 1); // the complete entries before the failure are still there
   });
 
-  it('skips a block marker after a zero count, by its length', () => {
-    const marker = Buffer.from([1, 0, 2, 4, 0, 0xde, 0xad, 0xbe, 0xef]);
-    const r = decodeEntryBatch(Buffer.concat([Buffer.alloc(8), marker, Buffer.alloc(30)]), 0n);
+  it('reads a block marker after a zero count as Agave\'s crate does: its byte length is not checked, bytes after it are left unread', () => {
+    // UpdateParent: version 1, variant 2, byte length 4 (the payload is 41 bytes: solana-entry 4.2.2 does not check it)
+    const payload = Buffer.alloc(41);
+    payload[0] = 1;
+    payload.writeBigUInt64LE(77n, 1);
+    payload.fill(0xab, 9);
+    const marker = Buffer.concat([Buffer.from([1, 0, 2, 4, 0]), payload]);
+    const r = decodeEntryBatch(Buffer.concat([Buffer.alloc(8), marker, Buffer.alloc(30, 7)]), 0n);
     assert.ok(r.ok);
     assert.equal(r.entries.length, 0);
-    assert.deepEqual(r.marker && { v: r.marker.version, k: r.marker.kind, p: r.marker.payload.toString('hex') }, { v: 1, k: 2, p: 'deadbeef' });
+    assert.deepEqual(r.marker && r.marker.kind === 'update_parent' && { len: r.marker.byteLen, parent: r.marker.parentSlot, id: r.marker.parentBlockId.toString('hex') }, { len: 4, parent: 77n, id: 'ab'.repeat(32) });
     assert.equal(r.consumed, 8 + marker.length);
     const empty = decodeEntryBatch(Buffer.alloc(64), 0n);
     assert.ok(empty.ok);
     assert.equal(empty.marker, null);
-    const long = decodeEntryBatch(Buffer.concat([Buffer.alloc(8), Buffer.from([1, 0, 2, 0xff, 0, 1])]), 0n);
-    assert.equal(long.ok ? '' : long.reason, 'bad_marker');
+    const short = decodeEntryBatch(Buffer.concat([Buffer.alloc(8), Buffer.from([1, 0, 2, 0xff, 0, 1])]), 0n);
+    assert.deepEqual(short.ok ? '' : [short.reason, short.markerReason], ['bad_marker', 'marker_payload_truncated']);
   });
 
   it('checks counts against the bytes left before allocating', () => {

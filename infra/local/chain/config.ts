@@ -1,4 +1,4 @@
-import { ConfigError, bool, hostPort, int, optStr, section } from '../../base/config-read';
+import { ConfigError, bool, hostPort, int, oneOf, optStr, section } from '../../base/config-read';
 import { splitHostPort } from '../../base/host-port';
 
 // Config section `localchain` (overridable as MERIDIAN__LOCALCHAIN__<KEY>). Defaults are the single-machine
@@ -18,6 +18,8 @@ export interface LocalChainConfig {
   shredTo?: string;
   /** Shred version on the wire; absent = derived from the genesis hash as agave does. */
   shredVersion?: number;
+  /** How shredded slots are framed: 'tower' (entry batches only) or 'alpenglow' (Header · batches · Footer · final tick; shred-sender.ts). */
+  blockFormat: 'tower' | 'alpenglow';
   /** Initial balance of the demo payer (lamports). */
   faucetLamports: bigint;
   /** Ledger bounds: blocks kept, and transactions kept across them (the newest 151 blocks are always kept). */
@@ -38,6 +40,7 @@ export const LOCALCHAIN_DEFAULTS: Omit<LocalChainConfig, 'shredTo' | 'shredVersi
   slotMs: 400,
   ticksPerSlot: 64,
   hashesPerTick: 8,
+  blockFormat: 'tower',
   slotsPerEpoch: 8192,
   entryBatchMs: 20,
   faucetLamports: 1_000_000n * 1_000_000_000n,
@@ -77,6 +80,7 @@ export function parseLocalChainConfig(raw: unknown): LocalChainConfig {
     slotsPerEpoch: int(o, 'slotsPerEpoch', p, d.slotsPerEpoch, 32, 432_000),
     entryBatchMs: int(o, 'entryBatchMs', p, d.entryBatchMs, 1, 60_000),
     shredTo,
+    blockFormat: oneOf(o, 'blockFormat', p, ['tower', 'alpenglow'] as const, d.blockFormat),
     shredVersion: sv === undefined || sv === null || sv === '' ? undefined : int(o, 'shredVersion', p, 0, 0, 0xffff),
     faucetLamports: lamports(o, 'faucetLamports', p, d.faucetLamports),
     ledgerSlots: int(o, 'ledgerSlots', p, d.ledgerSlots, 151),

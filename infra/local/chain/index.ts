@@ -100,7 +100,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     if (shredder !== null) throw new Error('localchain: already shredding (one shred target per node)');
     const target = splitHostPort(hostPort, '127.0.0.1');
     if (target === null) throw new Error('localchain: shredTo is not HOST:PORT');
-    shredder = new ShredSender({ ...target, shredVersion, leaderSeed: chain.identity.seed, genesisRoot: chain.genesisHash });
+    shredder = new ShredSender({ ...target, shredVersion, leaderSeed: chain.identity.seed, genesisRoot: chain.genesisHash, format: o.blockFormat ?? 'tower' });
     return shredder;
   };
   if (o.shredTo !== undefined) chain.shredder = newShredder(o.shredTo);

@@ -129,4 +129,49 @@ describe('stream v2 slot statuses (stream.slot-status), embedded bus', function 
       ],
     );
   });
+
+  it('an Alpenglow block: SLOT_DECODED carries its identity, footer and UpdateParent retraction, live and to a stream resumed from a cursor before it', async () => {
+    const block = {
+      blockId: Buffer.alloc(32, 0x11),
+      parentSlot: 27n,
+      parentBlockId: Buffer.alloc(32, 0x22),
+      updateParentFecSetIndex: 96,
+      footer: { bankHash: Buffer.alloc(32, 0x33), producerTimeNanos: 1_792_540_800_000_000_001n, userAgent: Buffer.from('agave/4.2.2'), certs: 1 | 8 },
+      discarded: Buffer.concat([Buffer.alloc(64, 0x44), Buffer.alloc(64, 0x55)]),
+    };
+    const live = client();
+    live.start({ slots: true });
+    await waitFor(() => fanout.v2Stats()!.streams === clients.length, 5000, 'open');
+    await bus.produce(cfg.topics.slotStatus, [status(32, S.firstShredReceived), status(32, S.completed)]);
+    await bus.produce(cfg.topics.slotStatus, [{ key: slotKey(32n), value: encodeSlotStatusRecord({ slot: 32n, status: S.decoded, source: SlotStatusSource.shreds, observedAtMs: Date.now(), reason: '', block }) }]);
+    const decodedOf = (c: V2Client) => c.updates.find((u) => u.hasSlot() && u.getSlot()!.getSlot() === 32 && u.getSlot()!.getStatus() === SlotStatus.SLOT_DECODED);
+    await live.waitUpdates(() => decodedOf(live) !== undefined, 'decoded 32');
+    const seen = (c: V2Client) => {
+      const b = decodedOf(c)!.getSlot()!.getBlock()!;
+      const up = b.getUpdateParent()!;
+      const f = b.getFooter()!;
+      return {
+        id: Buffer.from(b.getBlockId_asU8()).toString('hex'),
+        parent: [b.getParentSlot(), Buffer.from(b.getParentBlockId_asU8()).toString('hex')],
+        up: [up.getFecSetIndex(), up.getDiscardedSignaturesList_asU8().map((x) => Buffer.from(x).toString('hex')), up.getIncomplete()],
+        footer: [Buffer.from(f.getBankHash_asU8()).toString('hex'), f.getProducerTimeNanos(), Buffer.from(f.getUserAgent_asU8()).toString(), f.getHasFinalizationCertificate(), f.getHasNotarAggregate(), f.getHasSkipRewardCertificate(), f.getHasNotarRewardCertificate()],
+      };
+    };
+    const want = {
+      id: '11'.repeat(32),
+      parent: [27, '22'.repeat(32)],
+      up: [96, ['44'.repeat(64), '55'.repeat(64)], false],
+      footer: ['33'.repeat(32), 1_792_540_800_000_000_001, 'agave/4.2.2', true, false, false, true],
+    };
+    assert.deepEqual(seen(live), want);
+    // A tower-era status has no block.
+    const completed = live.updates.find((u) => u.hasSlot() && u.getSlot()!.getSlot() === 32 && u.getSlot()!.getStatus() === SlotStatus.SLOT_COMPLETED)!;
+    assert.equal(completed.getSlot()!.hasBlock(), false);
+    // Resumed from the cursor of the first-shred update: the same identity and retraction.
+    const first = live.updates.find((u) => u.hasSlot() && u.getSlot()!.getSlot() === 32)!;
+    const resumed = client();
+    resumed.start({ cursor: first.getCursor_asU8(), slots: true });
+    await resumed.waitUpdates(() => decodedOf(resumed) !== undefined, 'resumed decoded 32');
+    assert.deepEqual(seen(resumed), want);
+  });
 });

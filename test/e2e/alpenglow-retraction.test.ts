@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { EmbeddedBus } from '../../bus/embedded';
+import { encodeSlotStatusRecord, SlotStatusCode, SlotStatusSource } from '../../bus/topics/stream-slot-status';
+import { slotKey } from '../../bus/topics/stream-slots';
+import { waitFor } from '../support/wait';
+import { emptyRegistry } from '../../bus/rental-registry';
+import type { FanoutConfig } from '../../fanout/config';
+import { startFanout, type FanoutHandle } from '../../fanout/server';
+import { Pipeline } from '../../ingest/pipeline';
+import { publishSink } from '../../ingest/publish-sink';
+import { Publisher } from '../../ingest/publisher';
+import { SlotStatus, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
+import { quietLog, testConfig, uniqueTopics } from '../fanout/support';
+import { V2Client } from '../fanout/v2/client';
+import { alpentick, fixtureTxs, footer, header, shredBlock, txBatch, updateParent } from '../ingest/support/alpenglow';
+
+// The UpdateParent loop from shreds to a v2 client: an Alpenglow block whose leader handed over (SIMD-0337) goes
+// through the ingest pipeline and publisher onto an embedded bus, and a v2 stream delivers its transactions as they
+// arrive, then SLOT_DECODED with the block's identity and the UpdateParent retraction. A client that drops one copy
+// per discarded signature holds exactly the transactions the chain keeps (those after the UpdateParent, which is
+// what getBlock returns for the slot), including one the leader included again after the UpdateParent: it was
+// delivered twice and one copy survives. A stream resumed from a cursor before the block ends with the same set.
+
+const SLOT = 459_653_000n;
+const T = fixtureTxs();
+const sig = (t: Buffer): string => t.subarray(1, 65).toString('hex');
+
+function kept(c: V2Client, slot: bigint): string[] | null {
+  const decoded = c.updates.find((u) => u.hasSlot() && BigInt(u.getSlot()!.getSlot()) === slot && u.getSlot()!.getStatus() === SlotStatus.SLOT_DECODED);
+  if (decoded === undefined) return null;
+  const got = c.updates.filter((u: SubscribeUpdate) => u.hasTransaction() && BigInt(u.getTransaction()!.getSlot()) === slot).map((u) => Buffer.from(u.getTransaction()!.getSignature_asU8()).toString('hex'));
+  const up = decoded.getSlot()!.getBlock()!.getUpdateParent();
+  for (const d of up?.getDiscardedSignaturesList_asU8() ?? []) {
+    const i = got.indexOf(Buffer.from(d).toString('hex'));
+    assert.ok(i >= 0, 'a discarded transaction was delivered first');
+    got.splice(i, 1);
+  }
+  return got.sort();
+}
+
+describe('Alpenglow UpdateParent: ingest → bus → stream v2, and a client that applies the retraction', function () {
+  this.timeout(60_000);
+  let bus: EmbeddedBus;
+  let cfg: FanoutConfig;
+  let fanout: FanoutHandle;
+  const clients: V2Client[] = [];
+
+  before(async () => {
+    bus = new EmbeddedBus({ log: quietLog() });
+    const topics = { ...uniqueTopics('alpenglow'), slotStatus: '' };
+    topics.slotStatus = `${topics.slots}-status`;
+    cfg = testConfig({ topics, heartbeatMs: 200 });
+    await bus.createTopics([topics.transactions, topics.slots, topics.slotStatus, topics.entries].map((name) => ({ name, partitions: 1, compacted: false })));
+    fanout = await startFanout(cfg, bus, emptyRegistry(), quietLog());
+  });
+
+  after(async () => {
+    for (const c of clients) c.cancel();
+    await fanout.close();
+    await bus.close();
+  });
+
+  it('holds exactly the chain\u2019s transactions for the slot, live and resumed from a cursor; a re-included transaction survives once', async () => {
+    const live = new V2Client(fanout.address);
+    clients.push(live);
+    live.add('all', []);
+    live.start({ slots: true });
+    await waitFor(() => fanout.v2Stats()!.streams === 1, 5000, 'open');
+    // A heartbeat with a cursor comes only once the stream has started (session.ts heartbeat()): it is live then.
+    await live.waitUpdates((u) => u.some((x) => x.hasHeartbeat() && x.getCursor_asU8().length > 0), 'started');
+    // A fence before the block: its cursor is a resume point before any of the block's records.
+    await bus.produce(cfg.topics.slotStatus, [{ key: slotKey(SLOT - 10n), value: encodeSlotStatusRecord({ slot: SLOT - 10n, status: SlotStatusCode.firstShredReceived, source: SlotStatusSource.shreds, observedAtMs: Date.now(), reason: '' }) }]);
+    await live.waitUpdates((u) => u.some((x) => x.hasSlot()), 'fence');
+    const fence = live.updates.find((u) => u.hasSlot())!.getCursor_asU8();
+    const publisher = new Publisher(bus, { maxItems: 10_000 });
+    const sink = publishSink(publisher, { topics: { transactions: cfg.topics.transactions, slots: cfg.topics.slots, slotStatus: cfg.topics.slotStatus, entries: cfg.topics.entries } });
+    const pipeline = new Pipeline({ sink, blockFormat: 'alpenglow' });
+    // Before the UpdateParent: T0 T1 T2 (discarded by the chain). After it: T2 again, T3 T4 (kept).
+    const before = [T[0]!, T[1]!, T[2]!];
+    const after = [T[2]!, T[3]!, T[4]!];
+    const b = shredBlock(SLOT, 1, [header(SLOT - 1n), txBatch(before, 1), updateParent(SLOT - 3n), txBatch(after, 2), footer(), alpentick()]);
+    let t = 1000;
+    for (const s of b.shreds) pipeline.push(s, t++);
+    await publisher.idle();
+    const want = after.map(sig).sort();
+    await live.waitUpdates(() => kept(live, SLOT) !== null, 'SLOT_DECODED');
+    assert.equal(live.txs().filter((u) => BigInt(u.getTransaction()!.getSlot()) === SLOT).length, 6, 'ingest delivered all six as they arrived');
+    assert.deepEqual(kept(live, SLOT), want);
+    // Resumed from the fence's cursor (before any of the block's records).
+    const resumed = new V2Client(fanout.address);
+    clients.push(resumed);
+    resumed.add('all', []);
+    resumed.start({ cursor: fence, slots: true });
+    await resumed.waitUpdates(() => kept(resumed, SLOT) !== null, 'resumed SLOT_DECODED');
+    assert.deepEqual(kept(resumed, SLOT), want);
+  });
+});
