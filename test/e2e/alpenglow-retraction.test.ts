@@ -91,7 +91,10 @@ describe('Alpenglow UpdateParent: ingest → bus → stream v2, and a client tha
     clients.push(resumed);
     resumed.add('all', []);
     resumed.start({ cursor: fence, slots: true });
-    await resumed.waitUpdates(() => kept(resumed, SLOT) !== null, 'resumed SLOT_DECODED');
+    // A replay reads stream.slot-status and stream.transactions side by side: the DECODED status may come before
+    // some of the slot's transactions, so the retraction is applied once all six are in (a client keeps the
+    // discarded signatures until the slot's transactions are complete or the slot is finalized).
+    await resumed.waitUpdates(() => resumed.txs().filter((u) => BigInt(u.getTransaction()!.getSlot()) === SLOT).length === 6 && kept(resumed, SLOT) !== null, 'resumed SLOT_DECODED and the six transactions');
     assert.deepEqual(kept(resumed, SLOT), want);
   });
 });
