@@ -29,7 +29,7 @@ const ERROR_NAMES = new Map<number, string>(Object.entries(H2Error).map(([name, 
 const MAX_END_LINES_PER_SEC = 20;
 
 /** One warning per connection ended for the peer's fault, with the peer's address (never a credential) and why. */
-function connectionEndLogger(log: Log | undefined): (e: ConnectionEnded) => void {
+export function connectionEndLogger(log: Log | undefined, now: () => number = Date.now): (e: ConnectionEnded) => void {
   let second = 0;
   let lines = 0;
   let suppressed = 0;
@@ -38,7 +38,7 @@ function connectionEndLogger(log: Log | undefined): (e: ConnectionEnded) => void
     fanoutMetrics.connectionError(code).inc();
     if (e.flood !== undefined) fanoutMetrics.floodClose(e.flood).inc();
     if (log === undefined) return;
-    const s = Math.floor(Date.now() / 1000);
+    const s = Math.floor(now() / 1000);
     if (s !== second) {
       second = s;
       lines = 0;
