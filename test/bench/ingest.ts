@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import { EmbeddedBus } from '../../bus/embedded';
+import { encodeBlockMarker } from '../../ingest/entry/block-component';
 import { encodeEntryBatch } from '../../ingest/entry/entries';
 import { Pipeline, nowMs, type PipelineStats } from '../../ingest/pipeline';
 import { DEFAULT_TOPICS, publishSink } from '../../ingest/publish-sink';
@@ -26,7 +27,10 @@ import { formatResults, ProcessSampler, summarize, type BenchResult } from './st
 //                vectors up to 1,232 bytes; they are smaller than the fixtures on average, so the mixed stream
 //                has fewer shreds: compare shreds/s as well as txs/s), beside the legacy/v0-only stream,
 //                interleaved in the same run;
-//   decode     — transaction decode alone, ns per wire byte: v1 vectors beside the v0 (and legacy) fixtures.
+//   decode     — transaction decode alone, ns per wire byte: v1 vectors beside the v0 (and legacy) fixtures;
+//   alpenglow  — the same batches framed as Alpenglow blocks (Header, batches, Footer, final tick, each in sets of
+//                its own; the block rules and block id run at each slot's end) beside the tower-era stream,
+//                interleaved in the same run.
 // BENCH_SLOTS scales the stream (default 60 slots × 4 batches ≈ 32k shreds, 500 sets, 18k transactions).
 
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 60);
@@ -69,7 +73,7 @@ function v1Txs(): Buffer[] {
     .map((t) => Buffer.from(t.hex, 'hex'));
 }
 
-function makeStream(seed: Buffer, v1Share = 0): Stream {
+function makeStream(seed: Buffer, v1Share = 0, alpenglow = false): Stream {
   const txs = fixtureTxs();
   const v1 = v1Txs();
   const pick = (rand: () => number): Buffer => (rand() < v1Share ? v1[Math.floor(rand() * v1.length)]! : txs[Math.floor(rand() * txs.length)]!);
@@ -78,6 +82,15 @@ function makeStream(seed: Buffer, v1Share = 0): Stream {
   let chainedRoot: Buffer = Buffer.alloc(32);
   for (let s = 0; s < SLOTS; s++) {
     let fec = 0;
+    const component = (bytes: Buffer, lastInSlot: boolean): void => {
+      const r = shredBatch(bytes, { slot: FIRST_SLOT + s, parentOffset: 1, shredVersion: SHRED_VERSION, fecSetIndexStart: fec, chainedRoot, leaderSeed32: seed, lastInSlot });
+      out.batchStarts.push(out.packets.length);
+      out.packets.push(...r.shreds);
+      out.sets += r.merkleRoots.length;
+      chainedRoot = r.merkleRoots[r.merkleRoots.length - 1]!;
+      fec = r.nextFecSetIndex;
+    };
+    if (alpenglow) component(encodeBlockMarker({ kind: 'header', byteLen: 0, parentSlot: BigInt(FIRST_SLOT + s - 1), parentBlockId: Buffer.alloc(32, 1) }), false);
     for (let b = 0; b < BATCHES_PER_SLOT; b++) {
       // 20–80 entries of 0–3 transactions: one to three sets per batch, like a busy mainnet slot's batches.
       const entries = Array.from({ length: 20 + Math.floor(rand() * 60) }, () => ({
@@ -86,15 +99,11 @@ function makeStream(seed: Buffer, v1Share = 0): Stream {
         txs: Array.from({ length: Math.floor(rand() * 4) }, () => pick(rand)),
       }));
       out.transactions += entries.reduce((n, e) => n + e.txs.length, 0);
-      const lastInSlot = b === BATCHES_PER_SLOT - 1;
-      const r = shredBatch(encodeEntryBatch(entries), {
-        slot: FIRST_SLOT + s, parentOffset: 1, shredVersion: SHRED_VERSION, fecSetIndexStart: fec, chainedRoot, leaderSeed32: seed, lastInSlot,
-      });
-      out.batchStarts.push(out.packets.length);
-      out.packets.push(...r.shreds);
-      out.sets += r.merkleRoots.length;
-      chainedRoot = r.merkleRoots[r.merkleRoots.length - 1]!;
-      fec = r.nextFecSetIndex;
+      component(encodeEntryBatch(entries), !alpenglow && b === BATCHES_PER_SLOT - 1);
+    }
+    if (alpenglow) {
+      component(encodeBlockMarker({ kind: 'footer', byteLen: 0, bankHash: Buffer.alloc(32, 2), producerTimeNanos: 1n, userAgent: Buffer.from('bench'), finalCert: null, skipRewardCert: null, notarRewardCert: null }), false);
+      component(encodeEntryBatch([{ numHashes: 1n, hash: Buffer.alloc(32, 3), txs: [] }]), true);
     }
   }
   return out;
@@ -231,7 +240,17 @@ export async function benchIngest(): Promise<BenchResult[]> {
   const ratio = best(/30% v1/) / best(/legacy\/v0 only/);
   const shredRatio = bestShreds(/30% v1/) / bestShreds(/legacy\/v0 only/);
   pairs[1]!.note = `${mixed.transactions} transactions (${mixed.packets.length} shreds) with 30% v1; best-of-2 ratios v1-mix / reference: txs/s ${ratio.toFixed(3)}, shreds/s ${shredRatio.toFixed(3)}`;
-  return [...results, ...pairs, ...decodeBench()];
+  // Alpenglow framing beside tower-era, same batches and seed, interleaved.
+  const alpen = makeStream(seed, 0, true);
+  throughput('warm-up', alpen, leader, 0);
+  const ag: BenchResult[] = [];
+  for (let i = 0; i < 2; i++) {
+    ag.push(throughput(`throughput: tower-era blocks (reference, pass ${i + 1})`, stream, leader, 0));
+    ag.push(throughput(`throughput: Alpenglow blocks (pass ${i + 1})`, alpen, leader, 0));
+  }
+  const bestOf = (rows: BenchResult[], re: RegExp, k: string): number => Math.max(...rows.filter((r) => re.test(r.case)).map((r) => Number(r.figures[k])));
+  ag[1]!.note = `${alpen.packets.length} shreds (${alpen.sets} sets: +3 components a slot) for the same ${alpen.transactions} transactions; best-of-2 ratios Alpenglow / tower: txs/s ${(bestOf(ag, /Alpenglow/, 'txs_per_s') / bestOf(ag, /tower-era/, 'txs_per_s')).toFixed(3)}, shreds/s ${(bestOf(ag, /Alpenglow/, 'shreds_per_s') / bestOf(ag, /tower-era/, 'shreds_per_s')).toFixed(3)}`;
+  return [...results, ...pairs, ...ag, ...decodeBench()];
 }
 
 if (require.main === module) {
