@@ -126,6 +126,13 @@ describe('fanout workers on Kafka (fanout.workers = 2, one port)', function () {
     assert.equal(counts[0]! + counts[1]!, CLIENTS);
     assert.ok(lines.includes('meridian_test_primary_total 3'));
     assert.equal(lines.filter((l) => /^meridian_fanout_transactions_total\{worker="[01]"\} 71$/.test(l)).length, 2);
+    // Each worker process's runtime series (prom-client's names), labelled like its own.
+    for (const w of ['0', '1']) {
+      const rss = lines.find((l) => l.startsWith(`process_resident_memory_bytes{worker="${w}"} `));
+      assert.ok(rss !== undefined && Number(rss.split(' ')[1]) > 10_000_000, `worker ${w} RSS: ${rss}`);
+      assert.ok(lines.some((l) => l.startsWith(`nodejs_eventloop_lag_p99_seconds{worker="${w}"} `)), `worker ${w} event-loop lag`);
+    }
+    assert.equal(lines.filter((l) => l === '# TYPE process_resident_memory_bytes gauge').length, 1, 'one TYPE line for the workers\' RSS');
   });
 
   it('replaces a worker that crashes; its clients see the stream end, new clients are served', async () => {
