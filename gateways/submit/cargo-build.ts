@@ -26,6 +26,12 @@ export interface CargoWorkspace {
   label: string;
   /** What it is, for the "cannot run here" line: `the QUIC terminator`. */
   name: string;
+  /**
+   * Build every member at once (`--workspace`), whichever binary is asked for: cargo unifies features over the
+   * packages of one build, so building members one at a time compiles the shared dependencies once per feature
+   * set (the Agave crates: minutes each).
+   */
+  wholeWorkspace?: boolean;
 }
 
 export function projectRoot(): string {
@@ -55,7 +61,7 @@ function onPath(cmd: string): boolean {
 }
 
 function runCargo(w: CargoWorkspace, packages: string[], progress: (line: string) => void, what: string): Promise<void> {
-  const args = ['build', '--release', '--locked', '--manifest-path', path.join(workspaceDir(w), 'Cargo.toml'), ...packages.flatMap((p) => ['-p', p])];
+  const args = ['build', '--release', '--locked', '--manifest-path', path.join(workspaceDir(w), 'Cargo.toml'), ...(packages.length === 0 ? ['--workspace'] : packages.flatMap((p) => ['-p', p]))];
   return new Promise((resolve, reject) => {
     const child = spawn('cargo', args, {
       env: { ...process.env, CARGO_TARGET_DIR: workspaceTargetDir(w), CARGO_TERM_COLOR: 'never' },
@@ -114,7 +120,7 @@ export function ensureCargoBinary(w: CargoWorkspace, name: string, what: string,
       if (fresh && !onPath('cargo')) throw cargoMissing(w);
       if (fresh) say(`building ${name} with cargo into ${rel.startsWith('..') ? workspaceTargetDir(w) : rel} (first run only; ${expect})`);
       const started = Date.now();
-      await runCargo(w, [name], say, what);
+      await runCargo(w, w.wholeWorkspace === true ? [] : [name], say, what);
       if (!fs.existsSync(bin)) throw new Error(`cargo finished but ${bin} is missing`);
       if (fresh) say(`${name} ready after ${Math.round((Date.now() - started) / 1000)} s`);
       return bin;

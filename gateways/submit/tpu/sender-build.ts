@@ -20,6 +20,7 @@ const SENDER: CargoWorkspace = {
   minCargo: '1.95',
   label: '[tpu sender]',
   name: 'the TPU sender',
+  wholeWorkspace: true,
 };
 
 export function ensureTpuBinary(name: string = SENDER_BIN, progress?: (line: string) => void): Promise<string> {
