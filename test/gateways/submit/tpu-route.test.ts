@@ -75,6 +75,8 @@ describe('submit tpu route on a local multi-leader cluster', function () {
     conn = new Connection(cluster.chain.httpUrl, 'processed');
     faucet = Keypair.fromSecretKey(cluster.chain.payer);
     await waitFor(() => service.tpu!.targets() !== null, 20_000, 'the tpu route to know the slot and the schedule');
+    // Traces take the slot at acceptance from stream.slots: known before the first transaction.
+    await waitFor(() => service.tracing?.store.currentSlot !== null, 20_000, 'the trace store to know the current slot');
   });
 
   it("the route's slot estimate follows the chain's working slot", async () => {
