@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { ConfigError } from '../../../infra/base/config-read';
+import { parseSubmitConfig } from '../../../gateways/submit/config';
 import { LeaderSchedule, parseTpuAddress } from '../../../gateways/submit/tpu/leader-schedule';
 import { encodeConnect, encodeTx, KIND, SenderDecoder, type SenderMessage } from '../../../gateways/submit/tpu/sender-codec';
 
@@ -108,5 +110,22 @@ describe('tpu route: sender framing', () => {
       assert.deepEqual(out[1], { kind: 'result', id: 7, codes: ['queued', 'full', 'gone'] });
       assert.equal(bad.length, 1);
     }
+  });
+});
+
+describe('tpu route: config', () => {
+  const base = { enabled: true, tips: { accounts: ['11111111111111111111111111111111'] } };
+  it('defaults: the rpc routes only, Agave client fanouts', () => {
+    const c = parseSubmitConfig(base);
+    assert.deepEqual(c.routes, ['rpc']);
+    assert.deepEqual([c.tpu.sendFanout, c.tpu.connectFanout, c.tpu.identityFile], [2, 3, undefined]);
+    assert.deepEqual(parseSubmitConfig({ ...base, routes: 'rpc, tpu' }).routes, ['rpc', 'tpu'], 'the environment form');
+  });
+  it('an operator mistake is one line naming the setting', () => {
+    assert.throws(() => parseSubmitConfig({ ...base, routes: ['rpc', 'jito'] }), (e: Error) => e instanceof ConfigError && /^gateways\.submit\.routes: expected a list of "rpc" and "tpu", got "jito"$/.test(e.message));
+    assert.throws(() => parseSubmitConfig({ ...base, routes: [] }), /gateways\.submit\.routes: at least one route/);
+    assert.throws(() => parseSubmitConfig({ ...base, tpu: { sendFanout: 3, connectFanout: 2 } }), /gateways\.submit\.tpu\.connectFanout: must be ≥ sendFanout \(3\)/);
+    assert.throws(() => parseSubmitConfig({ ...base, tpu: { bind: 'localhost:0' } }), /gateways\.submit\.tpu\.bind: expected ip:port/);
+    assert.throws(() => parseSubmitConfig({ ...base, tpu: { rpcUrl: 'ftp://x' } }), /gateways\.submit\.tpu\.rpcUrl: expected an http\(s\) URL$/);
   });
 });
