@@ -23,7 +23,7 @@ export class SenderProcess {
   private backoff = 500;
   private restartTimer: NodeJS.Timeout | null = null;
   private helloWaiters: Array<(m: { identity: string; ephemeral: boolean }) => void> = [];
-  /** Bytes written and not yet taken by the pipe (the route's in-flight cap bounds it). */
+  /** HELLO received and the process running: write() takes frames (what the pipe holds is bounded by the route's in-flight cap). */
   ready = false;
 
   constructor(private readonly o: SenderProcessOptions) {}
@@ -46,7 +46,7 @@ export class SenderProcess {
           if (m.kind === 'hello') {
             this.ready = true;
             this.backoff = 500;
-            for (const w of this.helloWaiters.splice(0)) w(m);
+            for (const w of this.helloWaiters.splice(0)) w({ identity: m.identity, ephemeral: m.ephemeral });
           }
           this.o.onMessage(m);
         },
