@@ -37,6 +37,8 @@ export interface TraceEvent {
   outcome?: ForwardOutcome;
   error?: string;
   ms?: number;
+  /** forward on the `tpu` route: the identities (base58 public keys) of the leaders it was handed to. */
+  leaders?: string[];
   /** landed: `ok`, or `failed` with err = the chain's TransactionError JSON. */
   status?: 'ok' | 'failed';
   err?: unknown;
@@ -74,6 +76,7 @@ export function decodeTraceEvent(value: Buffer): TraceEventDecode {
   if (o.slot !== undefined && o.slot !== null && !(typeof o.slot === 'number' && Number.isInteger(o.slot) && o.slot >= 0)) return { ok: false, reason: 'slot invalid' };
   if (!optNum(o.slotDelta) || !optNum(o.ms) || !optNum(o.resend)) return { ok: false, reason: 'number field invalid' };
   if (!optStr(o.transport) || !optStr(o.route) || !optStr(o.error) || !optStr(o.blockhash)) return { ok: false, reason: 'string field invalid' };
+  if (o.leaders !== undefined && !(Array.isArray(o.leaders) && o.leaders.every((l) => typeof l === 'string'))) return { ok: false, reason: 'leaders invalid' };
   if (o.forwarded !== undefined && typeof o.forwarded !== 'boolean') return { ok: false, reason: 'forwarded invalid' };
   if (o.outcome !== undefined && !has(FORWARD_OUTCOMES, o.outcome)) return { ok: false, reason: 'outcome invalid' };
   if (o.status !== undefined && o.status !== 'ok' && o.status !== 'failed') return { ok: false, reason: 'status invalid' };

@@ -32,6 +32,38 @@ export interface SubmitConfig {
   v1MaxBytes: number;
   topics: { transactions: string; slots: string; traces: string };
   traces: TracesConfig;
+  /** Which routes every accepted transaction takes: `rpc` (each forward target), `tpu` (the leaders over QUIC), or both. */
+  routes: Array<'rpc' | 'tpu'>;
+  tpu: TpuConfig;
+}
+
+/** `gateways.submit.tpu`: the `tpu` route (tpu/tpu-route.ts); used when `routes` names it. */
+export interface TpuConfig {
+  /** A solana-keygen JSON keypair: the QUIC client certificate's identity (staked = stake-weighted QoS). Unset = ephemeral, unstaked. */
+  identityFile?: string;
+  /** Leader windows (4 slots each) every transaction goes to (Agave client's default 2). */
+  sendFanout: number;
+  /** Leader windows to hold connections to ahead of their turn (≥ sendFanout; Agave's client: sendFanout + 1). */
+  connectFanout: number;
+  /** Transactions handed to the sender and not yet answered, at most; past it the route is skipped (counted). */
+  maxInFlight: number;
+  /** Cached leader connections (Agave's default 64). */
+  maxConnections: number;
+  /** Batches queued per leader connection; a full queue drops for that leader only (counted). */
+  workerQueue: number;
+  reconnects: number;
+  /** Local UDP address of the sender's QUIC endpoint. */
+  bind: string;
+  statsIntervalMs: number;
+  /** Where the schedule and cluster nodes are read; unset = the first forward target. Never logged. */
+  rpcUrl?: string;
+  /** Its PubSub WebSocket for slot notifications; unset = the rpcUrl with ws(s):// (same port, as the local chain). */
+  wsUrl?: string;
+  scheduleSlots: number;
+  nodesRefreshMs: number;
+  timeoutMs: number;
+  /** A prebuilt sender binary instead of building sender/ on first use. */
+  senderBinary?: string;
 }
 
 /** `gateways.submit.traces`: a trace per accepted transaction (trace-store.ts, status-poller.ts). */
@@ -69,6 +101,8 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
   const tr = section(o.traces, `${p}.traces`);
   const trp = `${p}.traces`;
   const fl = section(o.fleet, `${p}.fleet`);
+  const tq = section(o.tpu, `${p}.tpu`);
+  const tqp = `${p}.tpu`;
   const http = hostPort(o, 'listen', p, '127.0.0.1:8080');
   const udp = hostPort(u, 'listen', `${p}.udp`, '127.0.0.1:9000');
   const cfg: SubmitConfig = {
@@ -115,7 +149,31 @@ export function parseSubmitConfig(raw: unknown): SubmitConfig {
       commitment: oneOf(tr, 'commitment', trp, ['processed', 'confirmed', 'finalized'] as const, 'confirmed'),
       maxBufferedEvents: int(tr, 'maxBufferedEvents', trp, 100_000, 1),
     },
+    routes: strList(o, 'routes', p, ['rpc']) as Array<'rpc' | 'tpu'>,
+    tpu: {
+      sendFanout: int(tq, 'sendFanout', tqp, 2, 1, 16),
+      connectFanout: int(tq, 'connectFanout', tqp, 3, 1, 32),
+      maxInFlight: int(tq, 'maxInFlight', tqp, 4096, 1),
+      maxConnections: int(tq, 'maxConnections', tqp, 64, 1, 4096),
+      workerQueue: int(tq, 'workerQueue', tqp, 64, 1, 65_536),
+      reconnects: int(tq, 'reconnects', tqp, 2, 0, 100),
+      bind: str(tq, 'bind', tqp, '0.0.0.0:0'),
+      statsIntervalMs: int(tq, 'statsIntervalMs', tqp, 1_000, 50),
+      scheduleSlots: int(tq, 'scheduleSlots', tqp, 400, 16, 5_000),
+      nodesRefreshMs: int(tq, 'nodesRefreshMs', tqp, 300_000, 1_000),
+      timeoutMs: int(tq, 'timeoutMs', tqp, 5_000, 1),
+    },
   };
+  for (const r of cfg.routes) if (r !== 'rpc' && r !== 'tpu') throw new ConfigError(`${p}.routes: expected a list of "rpc" and "tpu", got ${JSON.stringify(r)}`);
+  if (cfg.routes.length === 0) throw new ConfigError(`${p}.routes: at least one route ("rpc", "tpu") is required`);
+  if (cfg.tpu.connectFanout < cfg.tpu.sendFanout) throw new ConfigError(`${tqp}.connectFanout: must be ≥ sendFanout (${cfg.tpu.sendFanout})`);
+  if (!/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}$/.test(cfg.tpu.bind)) throw new ConfigError(`${tqp}.bind: expected ip:port, got ${JSON.stringify(cfg.tpu.bind)}`);
+  for (const k of ['identityFile', 'rpcUrl', 'wsUrl', 'senderBinary'] as const) {
+    const v = optStr(tq, k, tqp);
+    if (v !== undefined) cfg.tpu[k] = v;
+  }
+  if (cfg.tpu.rpcUrl !== undefined && !/^https?:\/\//.test(cfg.tpu.rpcUrl)) throw new ConfigError(`${tqp}.rpcUrl: expected an http(s) URL`);
+  if (cfg.tpu.wsUrl !== undefined && !/^wss?:\/\//.test(cfg.tpu.wsUrl)) throw new ConfigError(`${tqp}.wsUrl: expected a ws(s) URL`);
   const statusUrl = optStr(tr, 'statusUrl', trp);
   if (statusUrl !== undefined) cfg.traces.statusUrl = statusUrl;
   const preflightUrl = optStr(o, 'preflightUrl', p);

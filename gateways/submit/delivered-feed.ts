@@ -16,15 +16,20 @@ export interface FeedTopics {
   slots: string;
 }
 
-export async function followDeliveries(bus: Bus, topics: FeedTopics, cache: SignatureCache, onMark?: () => void, traces?: TraceStore): Promise<Consumer> {
+/** `onSlot`: every slot ingest reports (the `tpu` route's slot estimate); reading slots is then on without traces too. */
+export async function followDeliveries(bus: Bus, topics: FeedTopics, cache: SignatureCache, onMark?: () => void, traces?: TraceStore, onSlot?: (slot: number) => void): Promise<Consumer> {
+  const slots = traces !== undefined || onSlot !== undefined;
   const consumer = await bus.consume({
-    topics: traces === undefined ? [topics.transactions] : [topics.transactions, topics.slots],
+    topics: slots ? [topics.transactions, topics.slots] : [topics.transactions],
     from: 'latest',
     onBatch: (messages) => {
       for (const m of messages) {
-        if (m.topic === topics.slots && traces !== undefined) {
+        if (m.topic === topics.slots && slots) {
           const s = m.value === null ? null : decodeSlotRecord(m.value);
-          if (s !== null) traces.noteSlot(Number(s.slot));
+          if (s !== null) {
+            traces?.noteSlot(Number(s.slot));
+            onSlot?.(Number(s.slot));
+          }
           continue;
         }
         const k = m.key;

@@ -10,7 +10,11 @@ import { startSubmitHttp } from './http';
 import { SubmitMetrics } from './metrics';
 import { SubmitPipeline, type UsageSink } from './pipeline';
 import { RpcPreflight, type Preflight } from './preflight';
+import type { Route } from './route';
 import { RpcRoute } from './rpc-route';
+import { ensureTpuBinary } from './tpu/sender-build';
+import { TpuMetrics } from './tpu/tpu-metrics';
+import { TpuRoute } from './tpu/tpu-route';
 import { RejectedRepeats } from './rejected-repeats';
 import { SignatureCache } from './signature-cache';
 import { tipRule } from './tip';
@@ -46,6 +50,8 @@ export interface SubmitService {
   udp?: { host: string; port: number };
   /** Present when gateways.submit.traces.enabled. */
   tracing?: Tracing;
+  /** Present when gateways.submit.routes names `tpu`. */
+  tpu?: TpuRoute;
   close(): Promise<void>;
 }
 
@@ -58,11 +64,44 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
     const metrics = new SubmitMetrics(deps.registry ?? defaultRegistry);
     const upstreams = cfg.forwardUrls.length > 0 ? cfg.forwardUrls : deps.defaultUpstreams ?? [];
     let forwarder = deps.forwarder;
+    let tpu: TpuRoute | undefined;
     if (forwarder === undefined) {
-      if (upstreams.length === 0) throw new Error('submission: no forward targets (gateways.submit.forwardUrls) and no local chain node');
-      // Route names are positional (`rpc-0`, `rpc-1`, … in forwardUrls order): they appear in metrics and traces,
-      // where a URL must not.
-      const routes = upstreams.map((url, i) => new RpcRoute({ name: `rpc-${i}`, url, connections: cfg.forward.connectionsPerTarget, maxInFlight: cfg.forward.maxInFlightPerTarget, timeoutMs: cfg.forward.timeoutMs }));
+      const routes: Route[] = [];
+      if (cfg.routes.includes('rpc')) {
+        if (upstreams.length === 0) throw new Error('submission: no forward targets (gateways.submit.forwardUrls) and no local chain node');
+        // Route names are positional (`rpc-0`, `rpc-1`, … in forwardUrls order): they appear in metrics and traces,
+        // where a URL must not.
+        routes.push(...upstreams.map((url, i) => new RpcRoute({ name: `rpc-${i}`, url, connections: cfg.forward.connectionsPerTarget, maxInFlight: cfg.forward.maxInFlightPerTarget, timeoutMs: cfg.forward.timeoutMs })));
+      }
+      if (cfg.routes.includes('tpu')) {
+        const rpcUrl = cfg.tpu.rpcUrl ?? upstreams[0];
+        if (rpcUrl === undefined) throw new Error('submission: the tpu route needs a chain node for the leader schedule (gateways.submit.tpu.rpcUrl)');
+        const bin = cfg.tpu.senderBinary ?? (await ensureTpuBinary(undefined, (line) => deps.log.info({}, `tpu sender: ${line}`)));
+        const t = cfg.tpu;
+        tpu = new TpuRoute({
+          bin,
+          ...(t.identityFile === undefined ? {} : { identityFile: t.identityFile }),
+          sendFanout: t.sendFanout,
+          connectFanout: t.connectFanout,
+          maxInFlight: t.maxInFlight,
+          maxConnections: t.maxConnections,
+          workerQueue: t.workerQueue,
+          reconnects: t.reconnects,
+          bind: t.bind,
+          statsMs: t.statsIntervalMs,
+          rpcUrl,
+          wsUrl: t.wsUrl ?? rpcUrl.replace(/^http/, 'ws'),
+          scheduleSlots: t.scheduleSlots,
+          nodesRefreshMs: t.nodesRefreshMs,
+          timeoutMs: t.timeoutMs,
+          log: deps.log,
+          metrics: new TpuMetrics(deps.registry ?? defaultRegistry),
+        });
+        const r = tpu;
+        closers.push(() => r.close());
+        await r.start();
+        routes.push(r);
+      }
       forwarder = new RouteForwarder({ routes, log: deps.log, metrics });
       const f = forwarder;
       closers.push(() => f.close());
@@ -103,18 +142,20 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
       limits: submitLimits(cfg.v1MaxBytes),
       ...(tracing === undefined ? {} : { traces: tracing.store }),
     });
-    const feed = await followDeliveries(deps.bus, cfg.topics, cache, () => metrics.deliveredMarks.inc(), tracing?.store);
+    const tpuRoute = tpu;
+    const feed = await followDeliveries(deps.bus, cfg.topics, cache, () => metrics.deliveredMarks.inc(), tracing?.store, tpuRoute === undefined ? undefined : (slot) => tpuRoute.tracker.noteSlot(slot));
     closers.push(() => feed.close());
     const http = await startSubmitHttp(pipeline, { ...cfg.http, version: cfg.version, maxConnections: cfg.maxConnections, maxConnectionsPerIp: cfg.maxConnectionsPerIp, keepAliveTimeoutMs: cfg.keepAliveTimeoutMs, requestTimeoutMs: cfg.requestTimeoutMs, fastPath: cfg.fastPath, log: deps.log, ...(tracing === undefined ? {} : { traces: { store: tracing.store, summaries: tracing.summaries } }) });
     closers.push(() => http.close());
     const service: SubmitService = { pipeline, http: http.address, close };
     if (tracing !== undefined) service.tracing = tracing;
+    if (tpu !== undefined) service.tpu = tpu;
     if (cfg.udp.enabled) {
       const udp = await startSubmitUdp(pipeline, cfg.udp);
       closers.push(() => udp.close());
       service.udp = udp.address;
     }
-    deps.log.info({ http: `${http.address.host}:${http.address.port}`, udp: service.udp === undefined ? 'off' : `${service.udp.host}:${service.udp.port}`, forwardTargets: upstreams.length }, 'submission service listening');
+    deps.log.info({ http: `${http.address.host}:${http.address.port}`, udp: service.udp === undefined ? 'off' : `${service.udp.host}:${service.udp.port}`, forwardTargets: cfg.routes.includes('rpc') ? upstreams.length : 0, routes: cfg.routes.join(',') }, 'submission service listening');
     return service;
   } catch (e) {
     await close();

@@ -87,7 +87,7 @@ export class TraceStore {
     const tr = trace;
     const report: ForwardReport = (route, o) => {
       if (o === 'skipped') this.emit(tr.forwarded(this.now(), route, 'skipped'));
-      else this.emit(o.ok ? tr.forwarded(this.now(), route, 'ok', undefined, o.ms) : tr.forwarded(this.now(), route, 'error', o.error, o.ms));
+      else this.emit(o.ok ? tr.forwarded(this.now(), route, 'ok', undefined, o.ms, o.leaders) : tr.forwarded(this.now(), route, 'error', o.error, o.ms, o.leaders));
     };
     return { signature: tr.signature, report };
   }

@@ -17,6 +17,8 @@ export interface ForwardAttempt {
   outcome: ForwardOutcome;
   error?: string;
   ms?: number;
+  /** `tpu`: the leaders' identities (public keys) it was handed to (or, on error, meant for). */
+  leaders?: string[];
 }
 
 export interface Landing {
@@ -101,15 +103,17 @@ export class Trace {
     return this.event(now, 'accepted', { transport, resend, forwarded, slot });
   }
 
-  forwarded(now: number, route: string, outcome: ForwardOutcome, error?: string, ms?: number): TraceEvent {
+  forwarded(now: number, route: string, outcome: ForwardOutcome, error?: string, ms?: number, leaders?: string[]): TraceEvent {
     const a: ForwardAttempt = { route, at: now, outcome };
     if (error !== undefined) a.error = error;
     if (ms !== undefined) a.ms = Math.round(ms * 100) / 100;
+    if (leaders !== undefined) a.leaders = leaders;
     if (this.forwards.length < MAX_FORWARDS_KEPT) this.forwards.push(a);
     if (outcome === 'ok') this.routesOk.add(route);
     const f: Partial<TraceEvent> = { route, outcome };
     if (a.error !== undefined) f.error = a.error;
     if (a.ms !== undefined) f.ms = a.ms;
+    if (leaders !== undefined) f.leaders = leaders;
     return this.event(now, 'forward', f);
   }
 

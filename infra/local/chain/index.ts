@@ -6,13 +6,17 @@ import { Chain, shredVersionOf } from './chain';
 import { LOCALCHAIN_DEFAULTS, type LocalChainConfig } from './config';
 import { accountMethods } from './methods/accounts';
 import { blockMethods } from './methods/blocks';
-import { clusterMethods } from './methods/cluster';
+import { clusterMethods, leaderAt, type LeaderRotation, type LeaderSpec } from './methods/cluster';
 import type { Methods } from './methods/common';
 import { tokenMethods } from './methods/tokens';
 import { transactionMethods } from './methods/transactions';
 import { PubSub } from './pubsub';
 import { startRpcServer } from './rpc/server';
 import { ShredSender } from './shred-sender';
+import { TpuIntake, type TpuIntakeResult } from './tpu-intake';
+
+export type { LeaderSpec } from './methods/cluster';
+export type { TpuIntakeResult } from './tpu-intake';
 
 // The local chain node: a single validator on an in-process SVM (litesvm) behind Solana's JSON-RPC (HTTP) and
 // PubSub (WebSocket) on one port, producing 400 ms slots whose entries (PoH-chained ticks and transactions)
@@ -38,6 +42,14 @@ export interface LocalChainOptions extends Partial<Omit<LocalChainConfig, 'enabl
   registry?: Registry;
   /** Initial balance of the demo payer; default 1,000,000 SOL. */
   faucetLamports?: bigint;
+  /**
+   * The multi-leader run: these identities lead in turn, `leaderWindowSlots` (4) slots each, in
+   * getSlotLeaders / getLeaderSchedule / getClusterNodes (each with its tpuQuic), and packets their TPU servers
+   * hand to executeFromTpu() land in their leader's slots only. Not modelled yet: sendTransaction still executes
+   * at once (no forward hop to the leaders' TPU), and shreds are still signed by the node's own identity.
+   */
+  leaders?: LeaderSpec[];
+  leaderWindowSlots?: number;
 }
 
 export interface LocalChain {
@@ -59,6 +71,12 @@ export interface LocalChain {
   shredTo(hostPort: string): void;
   /** Counters for logs, metrics and tests. */
   stats(): LocalChainStats;
+  /** The identity that leads `slot` (the node's own without `leaders`). */
+  leaderAt(slot: number): string;
+  /** Multi-leader run: a packet `leader`'s TPU received (executed in its slots only; see tpu-intake.ts). */
+  executeFromTpu(leader: string, raw: Buffer): TpuIntakeResult;
+  /** Multi-leader run: what executeFromTpu did so far. */
+  tpuCounts(): Record<TpuIntakeResult, number>;
   close(): Promise<void>;
 }
 
@@ -111,7 +129,9 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
   });
   // The address getClusterNodes reports is only known once listening; the methods read it lazily.
   const addr = { rpc: '', shredVersion };
-  const methods: Methods = { ...clusterMethods(chain, addr), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain), ...tokenMethods(chain) };
+  const rotation: LeaderRotation | undefined = o.leaders === undefined || o.leaders.length === 0 ? undefined : { leaders: o.leaders, windowSlots: o.leaderWindowSlots ?? 4 };
+  const intake = rotation === undefined ? null : new TpuIntake(chain, rotation);
+  const methods: Methods = { ...clusterMethods(chain, addr, rotation), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain), ...tokenMethods(chain) };
   chain.start();
   let server;
   try {
@@ -148,6 +168,12 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     shredVersion,
     genesisHash: bs58.encode(chain.genesisHash),
     slot: () => chain.slot,
+    leaderAt: (slot) => (rotation === undefined ? chain.identityB58 : leaderAt(rotation, slot)),
+    executeFromTpu: (leader, raw) => {
+      if (intake === null) throw new Error('localchain: executeFromTpu needs the leaders option (the multi-leader run)');
+      return intake.receive(leader, raw);
+    },
+    tpuCounts: () => ({ ...(intake?.counts ?? { executed: 0, held: 0, dropped: 0, rejected: 0 }) }),
     shredTo: (hostPort) => {
       if (closed) throw new Error('localchain: closed');
       chain.shredFromNextSlot(newShredder(hostPort));

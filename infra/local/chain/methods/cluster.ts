@@ -4,8 +4,10 @@ import { invalidParams, RpcError } from '../rpc/errors';
 import { commitment, config, isObj, pubkey, required, u64 } from '../rpc/params';
 import { contextSlot, FEATURE_SET, NODE_VERSION, slotAt, withContext, type Methods } from './common';
 
-// Node and cluster facts: version, identity, slots, epochs and the leader schedule (the identity leads every
-// slot: what ingest's `rpc` leader mode reads to check shred signatures).
+// Node and cluster facts: version, identity, slots, epochs and the leader schedule. By default the identity
+// leads every slot (what ingest's `rpc` leader mode reads to check shred signatures); with `leaders` (the
+// multi-leader run) the schedule rotates through them every `windowSlots` slots and getClusterNodes lists each
+// with its own TPU QUIC address.
 
 const MAX_SLOT_LEADERS = 5000;
 const MAX_PERFORMANCE_SAMPLES = 720;
@@ -15,8 +17,24 @@ export interface NodeAddress {
   shredVersion: number;
 }
 
-export function clusterMethods(chain: Chain, addr: NodeAddress): Methods {
+/** One leader identity of the multi-leader run and its TPU QUIC address (null or garbage: as a bad gossip entry). */
+export interface LeaderSpec {
+  identity: string;
+  tpuQuic: string | null;
+}
+
+export interface LeaderRotation {
+  leaders: LeaderSpec[];
+  windowSlots: number;
+}
+
+export function leaderAt(r: LeaderRotation, slot: number): string {
+  return r.leaders[Math.floor(slot / r.windowSlots) % r.leaders.length]!.identity;
+}
+
+export function clusterMethods(chain: Chain, addr: NodeAddress, rotation?: LeaderRotation): Methods {
   const spe = chain.p.slotsPerEpoch;
+  const leader = (slot: number): string => (rotation === undefined ? chain.identityB58 : leaderAt(rotation, slot));
   const epochOf = (slot: number): number => Math.floor(slot / spe);
   return {
     getVersion: () => ({ 'feature-set': FEATURE_SET, 'solana-core': NODE_VERSION }),
@@ -59,23 +77,41 @@ export function clusterMethods(chain: Chain, addr: NodeAddress): Methods {
       const slot = slotParam === undefined || slotParam === null ? at : u64(slotParam, 'slot');
       // Known a full epoch ahead (leaderScheduleSlotOffset = slotsPerEpoch), like a real cluster.
       if (epochOf(slot) > epochOf(at) + 1) return null;
-      if (cfg.identity !== undefined && cfg.identity !== null && cfg.identity !== chain.identityB58) {
+      const first = epochOf(slot) * spe;
+      const schedule: Record<string, number[]> = {};
+      for (let i = 0; i < spe; i++) (schedule[leader(first + i)] ??= []).push(i);
+      if (cfg.identity !== undefined && cfg.identity !== null) {
         pubkey(cfg.identity);
-        return {};
+        const mine = schedule[cfg.identity as string];
+        return mine === undefined ? {} : { [cfg.identity as string]: mine };
       }
-      return { [chain.identityB58]: Array.from({ length: spe }, (_, i) => i) };
+      return schedule;
     },
-    getSlotLeader: (p) => {
-      contextSlot(chain, config(p[0]));
-      return chain.identityB58;
-    },
+    getSlotLeader: (p) => leader(contextSlot(chain, config(p[0]))),
     getSlotLeaders: (p) => {
-      u64(required(p, 0, 'start_slot'), 'start_slot');
+      const start = u64(required(p, 0, 'start_slot'), 'start_slot');
       const limit = u64(required(p, 1, 'limit'), 'limit');
       if (limit > MAX_SLOT_LEADERS) throw invalidParams(`Invalid limit; max ${MAX_SLOT_LEADERS}`);
-      return Array.from({ length: limit }, () => chain.identityB58);
+      return Array.from({ length: limit }, (_, i) => leader(start + i));
     },
-    getClusterNodes: () => [{
+    getClusterNodes: () => [
+      ...(rotation?.leaders.filter((l) => l.identity !== chain.identityB58).map((l) => ({
+        featureSet: FEATURE_SET,
+        gossip: null,
+        pubkey: l.identity,
+        pubsub: null,
+        rpc: null,
+        serveRepair: null,
+        shredVersion: addr.shredVersion,
+        tpu: null,
+        tpuForwards: null,
+        tpuForwardsQuic: null,
+        tpuQuic: l.tpuQuic,
+        tpuVote: null,
+        tvu: null,
+        version: NODE_VERSION,
+      })) ?? []),
+      {
       featureSet: FEATURE_SET,
       gossip: null,
       pubkey: chain.identityB58,
