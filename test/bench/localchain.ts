@@ -50,7 +50,7 @@ interface Child {
 }
 
 async function startChild(): Promise<Child> {
-  const proc = fork(path.join(__dirname, '..', 'localchain', 'node-child.js'), [], { env: { ...process.env, LOCALCHAIN_LEDGER_TXS: String(4 * N) }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const proc = fork(path.join(__dirname, '..', 'infra', 'local', 'chain', 'node-child.js'), [], { env: { ...process.env, LOCALCHAIN_LEDGER_TXS: String(4 * N) }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const ready = await new Promise<{ httpUrl: string; payer: number[] }>((resolve, reject) => {
     proc.once('error', reject);
     proc.once('exit', (code) => reject(new Error(`node child exited (${code})`)));

@@ -141,7 +141,9 @@ describe('stopping the service: npm start by SIGTERM and SIGINT to its PID; meri
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'));
     const local = JSON.parse(fs.readFileSync(path.join(clone, 'infra', 'config', 'local.json'), 'utf8')) as Json;
     await ensureTerminatorBinary(TERMINATOR_BIN, (line) => process.stdout.write(`      ${line}\n`));
-    env = { ...process.env, ...ephemeralListenEnv(local), MERIDIAN_CACHE: path.join(root, '.cache'), MERIDIAN__BILLING__OUT_DIR: path.join(dir, 'billing') };
+    // The clone finds the terminator just built where this process built it: cargo targets live outside the work
+    // tree (~/.cache/meridian, or $MERIDIAN_CACHE when set, which the clone inherits).
+    env = { ...process.env, ...ephemeralListenEnv(local), MERIDIAN__BILLING__OUT_DIR: path.join(dir, 'billing') };
   });
 
   after(async () => {

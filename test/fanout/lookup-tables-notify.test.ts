@@ -9,7 +9,7 @@ import { openLookupTables, type LookupTables } from '../../fanout/lookup-tables/
 import { tableId } from '../../fanout/lookup-tables/table-resolver';
 import { metrics } from '../../infra/base/metrics';
 import type { LocalChain } from '../../infra/local/chain';
-import { closeConnection, connect, payerOf, startNode } from '../localchain/support';
+import { closeConnection, connect, payerOf, startNode } from '../infra/local/chain/support';
 import { waitFor } from '../support/wait';
 import { testConfig } from './support';
 

@@ -20,7 +20,7 @@ import type { LocalChain } from '../../infra/local/chain';
 import { decodeTransaction } from '../../proto/txn/decode';
 import { encodeTransaction } from '../../proto/wire';
 import type { TxFields } from '../../proto/tx-fields';
-import { closeConnection, connect, payerOf, startNode } from '../localchain/support';
+import { closeConnection, connect, payerOf, startNode } from '../infra/local/chain/support';
 import { waitFor } from '../support/wait';
 import { FakePort } from './fake-port';
 import { feedOf, quietLog, testConfig } from './support';

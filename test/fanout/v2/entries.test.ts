@@ -14,7 +14,7 @@ import type { DecodedTxn } from '../../../proto/txn/decode';
 import { decodeCursor, encodeCursor, stampOf, TopicTag } from '../../../fanout/v2/cursor';
 import { startFanout } from '../../../fanout/server';
 import { FilterAckStatus, type SubscribeUpdate } from '../../../proto/gen/stream_v2_pb';
-import { closeConnection, connect, payerOf, rpc, startNode } from '../../localchain/support';
+import { closeConnection, connect, payerOf, rpc, startNode } from '../../infra/local/chain/support';
 import { kafkaBrokers } from '../../support/kafka';
 import { emptyRegistry } from '../../../bus/rental-registry';
 import { quietLog, startTestFanout, testConfig, uniqueTopics, type TestFanout } from '../support';

@@ -11,7 +11,7 @@ import type { LocalChain } from '../../../infra/local/chain';
 import type { SubscribeUpdate } from '../../../proto/gen/stream_v2_pb';
 import { decodeTransaction } from '../../../proto/txn/decode';
 import { encodeTransaction } from '../../../proto/wire';
-import { closeConnection, connect, payerOf, startNode } from '../../localchain/support';
+import { closeConnection, connect, payerOf, startNode } from '../../infra/local/chain/support';
 import { waitFor } from '../../support/wait';
 import { makeTx, startTestFanout, testKey, testKey58, type TestFanout, type TestTx } from '../support';
 import { seqsContiguous, V2Client } from './client';

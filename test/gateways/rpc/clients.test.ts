@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Connection, Keypair, LAMPORTS_PER_SOL, sendAndConfirmTransaction, SystemProgram, Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { LocalChain } from '../../../infra/local/chain';
-import { closeConnection } from '../../localchain/support';
+import { closeConnection } from '../../infra/local/chain/support';
 import { waitFor } from '../../support/wait';
 import { chainUpstream, localChain, rental, testGateway, type TestGateway } from './support';
 

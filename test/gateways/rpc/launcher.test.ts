@@ -7,7 +7,7 @@ import { launch } from '../../../infra/launcher';
 import { parseRpcGatewayConfig } from '../../../gateways/rpc/config';
 import { quietLog } from '../../support/log-capture';
 import { projectRoot } from '../../support/paths';
-import { closeConnection } from '../../localchain/support';
+import { closeConnection } from '../../infra/local/chain/support';
 import { waitFor } from '../../support/wait';
 import { post } from '../fake-node';
 

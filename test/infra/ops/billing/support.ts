@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mergeRows } from '../../infra/ops/billing/ledger';
-import { loadAllLedgers, loadArchives } from '../../infra/ops/billing/store';
-import { cliCommand } from '../support/paths';
+import { mergeRows } from '../../../../infra/ops/billing/ledger';
+import { loadAllLedgers, loadArchives } from '../../../../infra/ops/billing/store';
+import { cliCommand } from '../../../support/paths';
 
 // What the billing tests share: the real `meridian billing run` in a child process (so it can be SIGKILLed),
 // and the totals its ledgers hold.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Keypair, PublicKey, SystemProgram, Transaction, TransactionInstruction, sendAndConfirmTransaction, type Connection } from '@solana/web3.js';
-import type { LocalChain } from '../../infra/local/chain';
+import type { LocalChain } from '../../../../infra/local/chain';
 import { closeConnection, connect, payerOf, rpc, startNode } from './support';
 
 // SPL Token on the node: a mint and a token account made by real Token-program instructions, then read back

@@ -3,16 +3,16 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Bus } from '../../bus/bus';
-import { EmbeddedBus } from '../../bus/embedded';
-import { KafkaBus } from '../../bus/kafka';
-import { projectRentals, type RentalProjection } from '../../bus/rental-registry';
-import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
-import { startAdmin, type AdminServer } from '../../infra/ops/admin/server';
-import { kafkaBrokers } from '../support/kafka';
-import { quietLog } from '../support/log-capture';
-import { cliCommand } from '../support/paths';
-import { waitFor } from '../support/wait';
+import type { Bus } from '../../../bus/bus';
+import { EmbeddedBus } from '../../../bus/embedded';
+import { KafkaBus } from '../../../bus/kafka';
+import { projectRentals, type RentalProjection } from '../../../bus/rental-registry';
+import { TOPIC, defaultTopicSpecs } from '../../../bus/topics';
+import { startAdmin, type AdminServer } from '../../../infra/ops/admin/server';
+import { kafkaBrokers } from '../../support/kafka';
+import { quietLog } from '../../support/log-capture';
+import { cliCommand } from '../../support/paths';
+import { waitFor } from '../../support/wait';
 
 // `meridian rentals …` as an operator runs it (the real CLI in a child process), against a running service's
 // admin endpoint on the embedded bus and straight against Kafka. What it writes must be live in a surface's

@@ -3,8 +3,8 @@ import {
   AddressLookupTableProgram, Keypair, SystemProgram, TransactionMessage, VersionedTransaction, type AddressLookupTableAccount, type Connection,
   type TransactionInstruction,
 } from '@solana/web3.js';
-import type { LocalChain } from '../../infra/local/chain';
-import { waitFor } from '../support/wait';
+import type { LocalChain } from '../../../../infra/local/chain';
+import { waitFor } from '../../../support/wait';
 import { closeConnection, connect, payerOf, startNode } from './support';
 
 // A v0 transaction that loads an account through an address lookup table: the table is created and extended

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { ConfigError } from '../../infra/base/config-read';
-import { parseLocalChainConfig } from '../../infra/local/chain';
+import { ConfigError } from '../../../../infra/base/config-read';
+import { parseLocalChainConfig } from '../../../../infra/local/chain';
 
 describe('local chain: config section `localchain`', () => {
   it('has the single-machine defaults', () => {

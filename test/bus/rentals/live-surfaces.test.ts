@@ -2,16 +2,16 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import type { Bus } from '../../bus/bus';
-import { KafkaBus } from '../../bus/kafka';
-import { deleteRental, putRental } from '../../bus/rental-store';
-import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
-import { parseRental, type Rental } from '../../bus/topics/rentals';
-import { parseConfig } from '../../infra/config';
-import { launch, type Running } from '../../infra/launcher';
-import { kafkaBrokers } from '../support/kafka';
-import { quietLog } from '../support/log-capture';
-import { StreamClient } from '../support/stream-client';
+import type { Bus } from '../../../bus/bus';
+import { KafkaBus } from '../../../bus/kafka';
+import { deleteRental, putRental } from '../../../bus/rental-store';
+import { TOPIC, defaultTopicSpecs } from '../../../bus/topics';
+import { parseRental, type Rental } from '../../../bus/topics/rentals';
+import { parseConfig } from '../../../infra/config';
+import { launch, type Running } from '../../../infra/launcher';
+import { kafkaBrokers } from '../../support/kafka';
+import { quietLog } from '../../support/log-capture';
+import { StreamClient } from '../../support/stream-client';
 
 // A rental put while every surface runs is served within a second on each of them, and a deleted one is refused
 // within a second with that surface's own row: chain gateway (403 -32003 by IP), submission (401 by API key),

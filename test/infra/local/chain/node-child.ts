@@ -1,5 +1,5 @@
-import { startLocalChain } from '../../infra/local/chain';
-import { quietLog } from '../support/log-capture';
+import { startLocalChain } from '../../../../infra/local/chain';
+import { quietLog } from '../../../support/log-capture';
 
 // A local chain node in its own process (benchmarks: the load generator must not share the node's event loop).
 // IPC: sends {ready: {httpUrl, payer}}; answers "cpu" with {cpu: process.cpuUsage()}; "close" stops and exits.

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { Keypair, LAMPORTS_PER_SOL, SystemProgram, Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
-import type { LocalChain } from '../../infra/local/chain';
-import { waitFor } from '../support/wait';
+import type { LocalChain } from '../../../../infra/local/chain';
+import { waitFor } from '../../../support/wait';
 import { payerOf, rpc, startNode, WsClient } from './support';
 
 // The PubSub WebSocket on the node's port, with a raw client so the notification shapes are asserted as sent.

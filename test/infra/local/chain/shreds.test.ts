@@ -3,13 +3,13 @@ import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
-import { leaderKeysFor, type LeaderScheduleHandle } from '../../ingest/leader-schedule';
-import { Pipeline, type BatchOutput } from '../../ingest/pipeline';
-import { fixedLeader } from '../../ingest/shred/leader-keys';
-import { startLocalChain, type LocalChain } from '../../infra/local/chain';
-import { verifyEntries } from '../../infra/local/chain/poh';
-import { quietLog } from '../support/log-capture';
-import { waitFor } from '../support/wait';
+import { leaderKeysFor, type LeaderScheduleHandle } from '../../../../ingest/leader-schedule';
+import { Pipeline, type BatchOutput } from '../../../../ingest/pipeline';
+import { fixedLeader } from '../../../../ingest/shred/leader-keys';
+import { startLocalChain, type LocalChain } from '../../../../infra/local/chain';
+import { verifyEntries } from '../../../../infra/local/chain/poh';
+import { quietLog } from '../../../support/log-capture';
+import { waitFor } from '../../../support/wait';
 import { payerOf, rpc } from './support';
 
 // The node's blocks as a shred feed: a real UDP socket receives them and the project's ingest pipeline (parse,

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
-import { ShredSender } from '../../infra/local/chain/shred-sender';
-import { waitFor } from '../support/wait';
-import { SlotStatusCode } from '../../bus/topics/stream-slot-status';
-import { Pipeline } from '../../ingest/pipeline';
-import type { SlotStatusEvent } from '../../ingest/slot-status';
-import { fixtureTxs } from '../ingest/support/alpenglow';
+import { ShredSender } from '../../../../infra/local/chain/shred-sender';
+import { waitFor } from '../../../support/wait';
+import { SlotStatusCode } from '../../../../bus/topics/stream-slot-status';
+import { Pipeline } from '../../../../ingest/pipeline';
+import type { SlotStatusEvent } from '../../../../ingest/slot-status';
+import { fixtureTxs } from '../../../ingest/support/alpenglow';
 
 // Every socket of the local run is loopback: the chain's shred sender too, when its ingest target is loopback.
 

@@ -1,7 +1,7 @@
 import { Connection, Keypair } from '@solana/web3.js';
 import WebSocket from 'ws';
-import { startLocalChain, type LocalChain, type LocalChainOptions } from '../../infra/local/chain';
-import { quietLog } from '../support/log-capture';
+import { startLocalChain, type LocalChain, type LocalChainOptions } from '../../../../infra/local/chain';
+import { quietLog } from '../../../support/log-capture';
 
 // A node per test file (port 0, loopback), a web3.js Connection on it, and raw JSON-RPC / WebSocket helpers
 // for what a client library hides (error codes, notification shapes).

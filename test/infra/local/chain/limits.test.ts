@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import type { LocalChain } from '../../infra/local/chain';
-import { waitFor } from '../support/wait';
+import type { LocalChain } from '../../../../infra/local/chain';
+import { waitFor } from '../../../support/wait';
 import { rpc, startNode, WsClient } from './support';
 
 // Bounds: open sockets (HTTP and WebSocket together), subscriptions per connection; and the node keeps

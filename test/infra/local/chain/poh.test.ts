@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import bs58 from 'bs58';
-import { hashSignatures, Poh, verifyEntries } from '../../infra/local/chain/poh';
-import { fixture } from '../support/paths';
+import { hashSignatures, Poh, verifyEntries } from '../../../../infra/local/chain/poh';
+import { fixture } from '../../../support/paths';
 
 // The node's PoH against a real cluster's: the entries of a real testnet slot (decoded golden of the turbine
 // capture) chain from one to the next under our verify (sha256 chain, transaction mixin = Merkle root of the

@@ -5,7 +5,7 @@ import {
   setTransactionMessageFeePayerSigner, setTransactionMessageLifetimeUsingBlockhash, signTransactionMessageWithSigners, type Address,
   type Instruction,
 } from '@solana/kit';
-import type { LocalChain } from '../../infra/local/chain';
+import type { LocalChain } from '../../../../infra/local/chain';
 import { startNode } from './support';
 
 // @solana/kit (the newer client) against the node unchanged: its strict response parsing (u64 as bigint),

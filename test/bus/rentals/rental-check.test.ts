@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { checkRental } from '../../bus/rental-check';
-import { rentalsFromList } from '../../bus/rental-registry';
-import { parseRental } from '../../bus/topics/rentals';
-import { isLoopback } from '../../infra/ops/admin/server';
+import { checkRental } from '../../../bus/rental-check';
+import { rentalsFromList } from '../../../bus/rental-registry';
+import { parseRental } from '../../../bus/topics/rentals';
+import { isLoopback } from '../../../infra/ops/admin/server';
 
 const KEY = '0f0e0d0c-0000-4000-8000-000000000001';
 

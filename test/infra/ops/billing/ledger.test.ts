@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { BusMessage } from '../../bus/bus';
-import { encodeUsageEvent, newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
-import { emptyLedger, hourOf, LedgerState, mergeRows, RECENT_IDS } from '../../infra/ops/billing/ledger';
-import { buildReport, toCsv, writeReport } from '../../infra/ops/billing/report';
-import { loadAllLedgers, loadLedger, saveLedger } from '../../infra/ops/billing/store';
+import type { BusMessage } from '../../../../bus/bus';
+import { encodeUsageEvent, newUsageEvent, type UsageEvent } from '../../../../bus/topics/usage-events';
+import { emptyLedger, hourOf, LedgerState, mergeRows, RECENT_IDS } from '../../../../infra/ops/billing/ledger';
+import { buildReport, toCsv, writeReport } from '../../../../infra/ops/billing/report';
+import { loadAllLedgers, loadLedger, saveLedger } from '../../../../infra/ops/billing/store';
 
 let offset = 0;
 function msg(e: UsageEvent, partition = 0, at = offset++): BusMessage {

@@ -4,9 +4,9 @@ import {
   type Connection, type SignatureStatus,
 } from '@solana/web3.js';
 import bs58 from 'bs58';
-import type { LocalChain } from '../../infra/local/chain';
-import { Registry } from '../../infra/base/metrics';
-import { waitFor } from '../support/wait';
+import type { LocalChain } from '../../../../infra/local/chain';
+import { Registry } from '../../../../infra/base/metrics';
+import { waitFor } from '../../../support/wait';
 import { closeConnection, connect, payerOf, post, rpc, startNode } from './support';
 
 // The local chain node with @solana/web3.js as the client: what a real client does against a real node.

@@ -3,18 +3,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AssignerProtocol, Kafka, logLevel, type Admin } from 'kafkajs';
-import type { Bus } from '../../bus/bus';
-import { EmbeddedBus } from '../../bus/embedded';
-import { KafkaBus } from '../../bus/kafka';
-import { encodeUsageEvent, newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
-import { UsageProducer } from '../../bus/usage-producer';
-import { startBillingJob } from '../../infra/ops/billing/job';
-import { loadAllLedgers } from '../../infra/ops/billing/store';
-import { Registry } from '../../infra/base/metrics';
-import { kafkaBrokers, restartableBroker } from '../support/kafka';
-import { quietLog } from '../support/log-capture';
+import type { Bus } from '../../../../bus/bus';
+import { EmbeddedBus } from '../../../../bus/embedded';
+import { KafkaBus } from '../../../../bus/kafka';
+import { encodeUsageEvent, newUsageEvent, type UsageEvent } from '../../../../bus/topics/usage-events';
+import { UsageProducer } from '../../../../bus/usage-producer';
+import { startBillingJob } from '../../../../infra/ops/billing/job';
+import { loadAllLedgers } from '../../../../infra/ops/billing/store';
+import { Registry } from '../../../../infra/base/metrics';
+import { kafkaBrokers, restartableBroker } from '../../../support/kafka';
+import { quietLog } from '../../../support/log-capture';
 import { startBillingChild, totalsIn, type BillingChild } from './support';
-import { waitFor } from '../support/wait';
+import { waitFor } from '../../../support/wait';
 
 // Billing on usage.events: totals equal, unit for unit, the weights of what was metered — across a broker
 // restart, a SIGKILL of the job in the middle, duplicates written by the producer, and two jobs of one group.
