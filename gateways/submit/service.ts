@@ -79,21 +79,10 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
         const bin = cfg.tpu.senderBinary ?? (await ensureTpuBinary(undefined, (line) => deps.log.info({}, `tpu sender: ${line}`)));
         const t = cfg.tpu;
         tpu = new TpuRoute({
+          ...t,
           bin,
-          ...(t.identityFile === undefined ? {} : { identityFile: t.identityFile }),
-          sendFanout: t.sendFanout,
-          connectFanout: t.connectFanout,
-          maxInFlight: t.maxInFlight,
-          maxConnections: t.maxConnections,
-          workerQueue: t.workerQueue,
-          reconnects: t.reconnects,
-          bind: t.bind,
-          statsMs: t.statsIntervalMs,
           rpcUrl,
           wsUrl: t.wsUrl ?? rpcUrl.replace(/^http/, 'ws'),
-          scheduleSlots: t.scheduleSlots,
-          nodesRefreshMs: t.nodesRefreshMs,
-          timeoutMs: t.timeoutMs,
           log: deps.log,
           metrics: new TpuMetrics(deps.registry ?? defaultRegistry),
         });

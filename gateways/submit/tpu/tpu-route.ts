@@ -1,4 +1,5 @@
 import type { Log } from '../../../infra/base/log';
+import type { TpuConfig } from '../config';
 import type { Route, RouteOutcome } from '../route';
 import { LeaderTracker } from './leader-tracker';
 import type { LeaderWindow } from './leader-schedule';
@@ -19,22 +20,11 @@ import type { TpuMetrics } from './tpu-metrics';
 // handed over once, at acceptance; the client's workers drop a batch older than a blockhash's life (150 slots)
 // rather than send it late, and nothing here re-sends.
 
-export interface TpuRouteOptions {
+/** The `gateways.submit.tpu` section as parsed, with what the service resolved for it. */
+export interface TpuRouteOptions extends Omit<TpuConfig, 'rpcUrl' | 'wsUrl' | 'senderBinary'> {
   bin: string;
-  identityFile?: string;
-  sendFanout: number;
-  connectFanout: number;
-  maxInFlight: number;
-  maxConnections: number;
-  workerQueue: number;
-  reconnects: number;
-  bind: string;
-  statsMs: number;
   rpcUrl: string;
   wsUrl: string | null;
-  scheduleSlots: number;
-  nodesRefreshMs: number;
-  timeoutMs: number;
   log: Log;
   metrics: TpuMetrics;
 }
@@ -67,7 +57,7 @@ export class TpuRoute implements Route {
       metrics: o.metrics,
       onChange: () => this.preconnect(),
     });
-    const args = ['--max-connections', String(o.maxConnections), '--worker-channel', String(o.workerQueue), '--reconnects', String(o.reconnects), '--stats-ms', String(o.statsMs), '--bind', o.bind];
+    const args = ['--max-connections', String(o.maxConnections), '--worker-channel', String(o.workerQueue), '--reconnects', String(o.reconnects), '--stats-ms', String(o.statsIntervalMs), '--bind', o.bind];
     if (o.identityFile !== undefined) args.push('--identity', o.identityFile);
     this.sender = new SenderProcess({
       bin: o.bin,
