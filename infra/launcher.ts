@@ -254,7 +254,7 @@ async function startSubmitComponent(
 }
 
 // --- submit.quic: the QUIC transport (:5000) in front of the submission pipeline. The first start builds the
-// QUIC terminator with cargo (cached under .cache/quic-terminator; progress on stderr).
+// QUIC terminator with cargo (cached under ~/.cache/meridian/quic-terminator; progress on stderr).
 async function startQuicComponent(cfg: QuicConfig, submit: SubmitService | undefined, log: Log): Promise<Started<{ address: string }> | undefined> {
   if (!cfg.enabled) return undefined;
   if (submit === undefined) throw new ConfigError('gateways.submit.quic needs the submission service (gateways.submit.enabled)');

@@ -321,17 +321,21 @@ export class V2Hub {
     if (this.loadedStreams === 0 && this.heldHead === this.held.length) return this.processTx(m, decoded ?? null, null, null);
     const e: Held = { m, tx: true, record: decoded ?? null, lookups: null, loaded: null, ready: true };
     if (this.loadedStreams > 0 && m.value !== null) {
-      const d = decoded !== undefined ? { ok: true as const, record: decoded } : decodeTxRecord(m.value);
-      if (d.ok) {
-        e.record = d.record;
-        const lookups = readLookups(d.record.message);
+      let r = decoded ?? null;
+      if (r === null) {
+        const d = decodeTxRecord(m.value);
+        if (d.ok) r = d.record;
+      }
+      if (r !== null) {
+        e.record = r;
+        const lookups = readLookups(r.message);
         e.lookups = lookups;
         if (lookups !== null && lookups.length > 0) {
-          if (this.tableHits !== null && this.heldHead === this.held.length && this.matchAgainstTables(m, d.record, lookups)) return;
+          if (this.tableHits !== null && this.heldHead === this.held.length && this.matchAgainstTables(m, r, lookups)) return;
           e.ready = false;
           let sync = true;
           this.counts.resolved++;
-          this.resolver.resolve(lookups, d.record.slot, (loaded) => {
+          this.resolver.resolve(lookups, r.slot, (loaded) => {
             if (e.ready) return; // stopped waiting (the hold cap) or the hub closed
             e.loaded = loaded;
             e.ready = true;

@@ -2,7 +2,7 @@ import { ensureCargoBinary, type CargoWorkspace } from '../cargo-build';
 
 // The TPU sender (sender/, Agave's `solana-tpu-client-next` 4.2.2) and the test/bench leader TPU server
 // (sender/leader/, Agave's `solana-streamer` 4.2.2): one cargo workspace, so the Agave crates compile once for
-// both, built on first use into `$MERIDIAN_CACHE/tpu-sender/target` (default `.cache/…`). Only a service whose
+// both, built on first use into `$MERIDIAN_CACHE/tpu-sender/target` (default `~/.cache/meridian/…`, outside the work tree). Only a service whose
 // `gateways.submit.routes` names `tpu` (and the tests/bench that use it) builds it: `npm start` with the route
 // off never does.
 
