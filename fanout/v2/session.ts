@@ -1,14 +1,14 @@
-import type { Consumer } from '../../bus/bus';
 import type { Rental } from '../../bus/topics/rentals';
 import { frameHead, encodeFilterAck, encodeFilterIds, encodeGap, encodeHeartbeat, encodePong, encodeReplayComplete, FilterAckStatus, GapReason, stampSeq } from '../../proto/wire-v2';
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
 import { compileFilters, specKeyCount, type CompiledFilterSet, type FilterSpec } from '../filter/compile';
-import { FilterIndex } from '../filter/filter-index';
+import type { FilterIndex } from '../filter/filter-index';
 import type { QueueBudget } from '../queue-budget';
 import type { StreamOrigin } from '../stream-limits';
 import { SubscriberQueue, type Overflow, type Sink } from '../subscriber-queue';
 import { UpdateRate } from '../update-rate';
-import { clonePosition, cloneMarks, cursorText, marksFor, TopicTag, type Marks, type Position } from './cursor';
+import { clonePosition, cursorText, marksFor, TopicTag, type Marks, type Position } from './cursor';
+import { Replay, type ReplayRecord, type ReplaySource, type ReplayTarget } from './replay';
 import type { StreamReads } from './start-check';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import type { UpdateCompression } from './compression';
@@ -21,9 +21,10 @@ import type { SlotStatusCode } from '../../bus/topics/stream-slot-status';
 //   - each filter request is acknowledged by id, OK or a reason; a refused one changes nothing and the stream goes on;
 //   - every update gets `seq` when it is handed to the transport (stampSeq), so updates dropped from the queue
 //     never leave a hole; what was dropped is announced by a Gap before anything after it;
-//   - replay: a bus reader of its own from the start position, paced by this stream's queue and a rate, matched
-//     against this stream's filters only; it hands over to the hub's live records at the first moment its position
-//     has reached the hub's, with no record twice and none missed (per partition, by offset);
+//   - replay (replay.ts): a bus reader of its own from the start position, paced by this stream's queue and a
+//     rate, matched against this stream's filters only; the stream hands over to the hub's live records at the
+//     first moment the replay's position has reached the hub's, with no record twice and none missed (per
+//     partition, by offset);
 //   - lag policy close: DATA_LOSS naming the cursor of the last update written; skip: Gap and carry on.
 
 /** What the stream writes to and how it ends; the transport's call. */
@@ -41,17 +42,14 @@ export interface ResolvedStart {
 }
 
 /** What a session needs from its hub (hub.ts). */
-export interface V2Context {
+export interface V2Context extends ReplaySource {
   readonly index: FilterIndex<V2Session>;
   limits: { maxFilters: number; maxKeysPerList: number; maxFilterNameLen: number; maxKeysPerStream: number; maxFilterUpdatesPerSec: number; maxKeysTotal: number };
-  queueLimits: { maxBytes: number; maxMessages: number; maxLagMs: number };
+  readonly queueLimits: { maxBytes: number; maxMessages: number; maxLagMs: number };
   budget: QueueBudget;
-  now(): number;
   /** The hub's live position (next offset per partition of each topic) and its encoding. */
   hubPosition(): Position;
   hubCursor(): Buffer;
-  /** A cursor of `p` with its markers `marks`, naming the hub's logs (cursor.ts, stream-logs.ts). */
-  encodeCursor(p: Position, marks: Marks): Buffer;
   /** The markers of the hub's position. */
   hubMarks(): Marks;
   /** Where a live start begins (the hub's position; the slots topic past the history read at start). */
@@ -66,21 +64,12 @@ export interface V2Context {
   readonly entriesUnavailable: string | null;
   /** This stream now has (true) or no longer has (false) a filter delivered RAW. */
   rawFilters(s: V2Session, on: boolean): void;
-  /** Opens a bus reader for this session's replay from `from` (independent, explicit offsets). */
   /** The session now replays: the hub checks its hand-over after each live record. */
   watch(s: V2Session): void;
-  openReplay(from: Position, onBatch: (records: ReplayRecord[]) => Promise<void>): Promise<Consumer>;
   /** Admits one more replay (process cap) and releases it. */
   admitReplay(): boolean;
   readonly maxReplays: number;
   releaseReplay(): void;
-  replayRatePerSec: number;
-  /**
-   * Decodes and matches one record for a replaying session, delivering through the session's deliver* methods.
-   * Returns a promise when the record waits for its lookup tables (at most the resolver's bound): the replay
-   * reads nothing further, and does not hand over to live, until it settles.
-   */
-  replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): Promise<void> | undefined;
   /** This stream now has (true) or no longer has (false) a filter with match_loaded_addresses. */
   loadedFilters(s: V2Session, on: boolean): void;
   onWrite(bytes: number, isTx: boolean): void;
@@ -89,25 +78,13 @@ export interface V2Context {
   onEnd(s: V2Session, reason: StreamErrorKind | 'client' | 'server_close'): void;
 }
 
-/** One bus record as the replay reader hands it over. */
-export interface ReplayRecord {
-  tag: TopicTag;
-  partition: number;
-  offset: number;
-  key: Buffer | null;
-  value: Buffer | null;
-  timestamp: number;
-}
+export type { ReplayRecord };
 
 type State = 'new' | 'resolving' | 'replaying' | 'live' | 'ended';
 
-/** A replay waits while the stream's queue holds more than this (messages / bytes). */
-const REPLAY_QUEUE_MESSAGES = 512;
-const REPLAY_QUEUE_BYTES = 1 << 20;
-const REPLAY_WAIT_MS = 2;
 const MAX_FILTER_ID_BYTES = 128;
 
-export class V2Session {
+export class V2Session implements ReplayTarget {
   state: State = 'new';
   slots = false;
   /** Start.entries: Entry updates. */
@@ -137,20 +114,11 @@ export class V2Session {
   private floor: Position | null = null;
   /** The floor's markers (null: the hub's, for a live start). */
   private floorMarks: Marks | null = null;
-  /** The replay position's markers (cursor.ts Marks). */
-  private replayMarks: Marks = new Map();
-  /** The marker the last replayed record replaced: of the position before that record (hub.ts replayEntry). */
-  replayPrevMark = 0;
-  // Replay
-  private replayPos: Position | null = null;
-  private replayIndex: FilterIndex<V2Session> | null = null;
-  private replayConsumer: Consumer | null = null;
+  /** While replaying (replay.ts); null before and after. */
+  private replay: Replay | null = null;
+  /** Updates the replay delivered (ReplayComplete's count). */
   private replayed = 0;
   private replayAdmitted = false;
-  /** A replayed record is waiting for its lookup tables: no hand-over to live until it is delivered. */
-  private replayWaiting = false;
-  private tokens = 0;
-  private tokensAt = 0;
   /** Transactions written (usage metering). */
   private delivered = 0;
 
@@ -204,6 +172,10 @@ export class V2Session {
 
   get queueDepth(): number {
     return this.queue.depth;
+  }
+
+  get queueBytes(): number {
+    return this.queue.bytes;
   }
 
   takeDelivered(): number {
@@ -261,7 +233,7 @@ export class V2Session {
       this.setMasks(null);
       this.filters = null;
       this.ctx.index.remove(this);
-      this.replayIndex?.remove(this);
+      this.replay?.setFilters(null);
       this.idsCache.clear();
       return this.ack(id, FilterAckStatus.ok);
     }
@@ -277,7 +249,7 @@ export class V2Session {
     this.filters = compiled.set;
     this.idsCache.clear();
     this.ctx.index.replace(this, compiled.set);
-    this.replayIndex?.replace(this, compiled.set);
+    this.replay?.setFilters(compiled.set);
     this.ack(id, FilterAckStatus.ok);
   }
 
@@ -345,101 +317,23 @@ export class V2Session {
       this.state = 'live';
       return;
     }
-    this.replayPos = clonePosition(r.position);
-    this.replayMarks = r.marks === undefined ? new Map() : cloneMarks(r.marks);
+    this.replay = new Replay(this, this.ctx, r.position, r.marks);
     this.state = 'replaying';
     if (this.checkCaughtUp()) return;
     this.ctx.watch(this); // nothing to replay: ReplayComplete at once, no reader opened
     if (!this.ctx.admitReplay()) return this.fail(streamError('tooManyReplays', { max: this.ctx.maxReplays }));
     this.replayAdmitted = true;
-    this.replayIndex = new FilterIndex<V2Session>();
-    if (this.filters !== null) this.replayIndex.replace(this, this.filters);
-    this.tokensAt = this.ctx.now();
-    this.ctx.openReplay(this.replayPos, (records) => this.onReplayBatch(records)).then(
-      (c) => {
-        if (this.state !== 'replaying') void c.close();
-        else this.replayConsumer = c;
-      },
-      (e: unknown) => this.fail(streamError('replayFailed', { why: e instanceof Error ? e.message : String(e) })),
-    );
+    this.replay.open(this.filters, (e) => this.fail(streamError('replayFailed', { why: e instanceof Error ? e.message : String(e) })));
   }
 
-  // ---- replay -------------------------------------------------------------------------------------------------
-
-  private async onReplayBatch(records: ReplayRecord[]): Promise<void> {
-    for (const r of records) {
-      if (this.state !== 'replaying') return;
-      const pos = this.replayPos!;
-      const offs = pos.get(r.tag);
-      if (offs === undefined || r.partition >= offs.length) continue;
-      const next = offs[r.partition]!;
-      if (r.offset < next) continue; // a redelivery (reader restart): already handled
-      if (!this.takeRoom()) {
-        await this.room();
-        if (this.state !== 'replaying') return;
-      }
-      if (r.offset > next) this.retentionGap(r, next);
-      offs[r.partition] = r.offset + 1;
-      let mk = this.replayMarks.get(r.tag);
-      if (mk === undefined) this.replayMarks.set(r.tag, (mk = []));
-      this.replayPrevMark = r.offset === next ? (mk[r.partition] ?? 0) : r.timestamp;
-      mk[r.partition] = r.timestamp;
-      let cursor: Buffer | null = null;
-      const waiting = this.ctx.replayRecord(this, this.replayIndex!, r, () => (cursor ??= this.ctx.encodeCursor(pos, this.replayMarks)));
-      if (waiting !== undefined) {
-        this.replayWaiting = true;
-        await waiting;
-        this.replayWaiting = false;
-        if (this.state !== 'replaying') return;
-      }
-      if (this.checkCaughtUp()) return;
-    }
-  }
-
-  /** The bus dropped [next, r.offset) before the replay got there (embedded bus retention while we waited). */
-  private retentionGap(r: ReplayRecord, next: number): void {
-    const before = clonePosition(this.replayPos!);
-    before.get(r.tag)![r.partition] = next;
-    const after = clonePosition(this.replayPos!);
-    after.get(r.tag)![r.partition] = r.offset;
-    // The record below r.offset was lost: r was appended no earlier (a valid marker for that offset).
-    const afterMarks = cloneMarks(this.replayMarks);
-    (afterMarks.get(r.tag) ?? [])[r.partition] = r.timestamp;
-    const cursor = this.ctx.encodeCursor(after, afterMarks);
-    this.push(encodeGap(cursor, this.ctx.now(), { fromCursor: this.ctx.encodeCursor(before, this.replayMarks), reason: GapReason.retention, count: r.offset - next, firstSlot: 0n, lastSlot: 0n }), cursor, 0);
-  }
-
-  /** One more record now, if the queue has room and the rate allows (no promise on the common path). */
-  private takeRoom(): boolean {
-    const now = this.ctx.now();
-    const rate = this.ctx.replayRatePerSec;
-    this.tokens = Math.min(rate / 10, this.tokens + ((now - this.tokensAt) * rate) / 1000);
-    this.tokensAt = now;
-    const q = this.ctx.queueLimits;
-    if (this.tokens >= 1 && this.queue.depth < Math.min(REPLAY_QUEUE_MESSAGES, q.maxMessages >> 1) && this.queue.bytes < Math.min(REPLAY_QUEUE_BYTES, q.maxBytes >> 1)) {
-      this.tokens -= 1;
-      return true;
-    }
-    return false;
-  }
-
-  /** Waits until takeRoom() grants a record (or the replay is over). */
-  private async room(): Promise<void> {
-    while (this.state === 'replaying' && !this.takeRoom()) await new Promise((r) => setTimeout(r, REPLAY_WAIT_MS));
-  }
+  // ---- hand-over ------------------------------------------------------------------------------------------------
 
   /** Hands over to live once the replay's position has reached the hub's on every partition. */
   checkCaughtUp(): boolean {
-    if (this.state !== 'replaying' || this.replayWaiting) return false;
-    const hub = this.ctx.hubPosition();
-    const mine = this.replayPos!;
-    for (const [tag, offs] of hub) {
-      const m = mine.get(tag);
-      if (m === undefined) continue;
-      for (let p = 0; p < offs.length; p++) if ((m[p] ?? 0) < offs[p]!) return false;
-    }
-    this.floor = mine;
-    this.floorMarks = this.replayMarks;
+    const replay = this.replay;
+    if (this.state !== 'replaying' || replay === null || replay.waiting || !replay.reached(this.ctx.hubPosition())) return false;
+    this.floor = replay.position;
+    this.floorMarks = replay.marks;
     this.state = 'live';
     this.endReplay();
     const cursor = this.cursor();
@@ -448,11 +342,8 @@ export class V2Session {
   }
 
   private endReplay(): void {
-    this.replayPos = this.state === 'live' ? null : this.replayPos;
-    this.replayIndex = null;
-    const c = this.replayConsumer;
-    this.replayConsumer = null;
-    if (c !== null) void c.close(); // not awaited: we may be inside its handler
+    this.replay?.close();
+    if (this.state === 'live') this.replay = null; // ended streams keep it: their last cursor is the replay's
     if (this.replayAdmitted) {
       this.replayAdmitted = false;
       this.ctx.releaseReplay();
@@ -516,7 +407,7 @@ export class V2Session {
 
   /** This stream's position: the replay's while replaying, else the hub's (raised to the floor where it is ahead). */
   cursor(): Buffer {
-    if (this.state === 'replaying') return this.ctx.encodeCursor(this.replayPos!, this.replayMarks);
+    if (this.state === 'replaying') return this.replay!.cursor();
     const hub = this.ctx.hubPosition();
     const f = this.floor;
     if (f === null) return this.ctx.hubCursor();
