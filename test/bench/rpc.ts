@@ -16,7 +16,7 @@ import { fmt, summarize, type BenchResult } from './stats';
 //     keep-alive connection each; added p50/p99 = variant pNN − direct pNN, paired_added_p99 = p99 over the rounds
 //     of (variant − direct);
 //   - throughput: 32 connections × 1 in flight, after an unmeasured warm-up phase of each, phases of THRU_MS per
-//     variant in palindromes (A B C R C B A, THRU_ROUNDS times); the variant's own CPU over its phases gives
+//     variant in palindromes (A B C R R C B A, THRU_ROUNDS times); the variant's own CPU over its phases gives
 //     requests/s per core;
 //   - for a cheap method (getHealth) and a batch of 10 of it; the rows B ÷ A (fleet limits) and A ÷ C (usage
 //     events) are the figures the issue asks for, each beside its same-run reference;
@@ -28,9 +28,9 @@ import { fmt, summarize, type BenchResult } from './stats';
 
 const LAT_N = Number(process.env.RPC_BENCH_LAT_N ?? 10_000);
 const LAT_WARMUP = Number(process.env.RPC_BENCH_LAT_WARMUP ?? 3_000);
-const THRU_MS = Number(process.env.RPC_BENCH_THRU_MS ?? 2_000);
-/** Palindromes of throughput phases per body (each variant gets 2 phases per round, the middle one 1). */
-const THRU_ROUNDS = Number(process.env.RPC_BENCH_THRU_ROUNDS ?? 2);
+const THRU_MS = Number(process.env.RPC_BENCH_THRU_MS ?? 1_000);
+/** Palindromes of throughput phases per body (each variant gets 2 phases per round). */
+const THRU_ROUNDS = Number(process.env.RPC_BENCH_THRU_ROUNDS ?? 4);
 const WS_MS = Number(process.env.RPC_BENCH_WS_MS ?? 8_000); // ~160 notifications at 50 ms slots: p99 is not just the maximum
 const CONCURRENCY = 32;
 
@@ -144,15 +144,17 @@ interface VariantFigures {
   /** The load client's CPU per request beside the gateway's: the client must be the cheaper. */
   client_us_per_req: number;
   server_us_per_req: number;
+  /** Requests per CPU-second of each round (a palindrome) alone, for the spread of a ratio between variants. */
+  perCoreByRound: number[];
 }
 
 /**
  * Every variant measured in the same stretch of time, so a burst of another process lands on all of them:
  *   - latency: rounds of one request to the node directly and one to each variant, one at a time over one
  *     keep-alive connection each, the first of a round rotating (LAT_WARMUP rounds of warm-up, then LAT_N);
- *   - throughput: phases of THRU_MS against one variant at a time in a palindrome (A B C D C B A: every variant's
- *     phases have the same mean position in the run, so a drift of the machine's speed over the run cancels),
- *     the variant's own CPU read before and after each phase.
+ *   - throughput: phases of THRU_MS against one variant at a time in palindromes (A B C D D C B A, THRU_ROUNDS of
+ *     them: every variant's phases have the same mean position in a round, so a drift of the machine's speed
+ *     cancels), the variant's own CPU read before and after each phase.
  */
 async function interleaved(load: ClientDriver, chainUrl: string, variants: Variant[], body: Buffer): Promise<{ figures: Map<string, VariantFigures>; direct: { p50: number; p99: number; req_s: number }; warmupNote: string }> {
   const targets = [chainUrl, ...variants.map((v) => v.child.http)];
@@ -160,20 +162,23 @@ async function interleaved(load: ClientDriver, chainUrl: string, variants: Varia
   const steady = await load.lat(targets, body, LAT_N);
   const d = summarize(steady[0]!);
   const dt = await load.thru(chainUrl, body, THRU_MS);
-  const acc = new Map(variants.map((v) => [v.key, { n: 0, wallMs: 0, cpuMs: 0, clientMs: 0 }]));
+  const acc = new Map(variants.map((v) => [v.key, { n: 0, wallMs: 0, cpuMs: 0, clientMs: 0, rounds: Array.from({ length: THRU_ROUNDS }, () => ({ n: 0, cpuMs: 0 })) }]));
   // Unmeasured: every variant's code for this body compiled under load before any phase counts.
-  for (const v of variants) await load.thru(v.child.http, body, Math.ceil(THRU_MS / 2));
-  const palindrome = [...variants, ...variants.slice(0, -1).reverse()];
-  const order = Array.from({ length: THRU_ROUNDS }, () => palindrome).flat();
-  for (const v of order) {
+  for (const v of variants) await load.thru(v.child.http, body, Math.max(1_000, THRU_MS));
+  const palindrome = [...variants, ...[...variants].reverse()];
+  const order = Array.from({ length: THRU_ROUNDS }, (_r, round) => palindrome.map((v) => ({ v, round }))).flat();
+  for (const { v, round } of order) {
     const c0 = (await v.child.cpu()).usage;
     const t = await load.thru(v.child.http, body, THRU_MS);
     const c1 = (await v.child.cpu()).usage;
     const a = acc.get(v.key)!;
     a.n += t.ok;
     a.wallMs += t.wallMs;
-    a.cpuMs += (c1.user - c0.user + c1.system - c0.system) / 1000;
+    const cpuMs = (c1.user - c0.user + c1.system - c0.system) / 1000;
+    a.cpuMs += cpuMs;
     a.clientMs += t.cpuMs;
+    a.rounds[round]!.n += t.ok;
+    a.rounds[round]!.cpuMs += cpuMs;
   }
   const figures = new Map<string, VariantFigures>();
   variants.forEach((v, i) => {
@@ -190,6 +195,7 @@ async function interleaved(load: ClientDriver, chainUrl: string, variants: Varia
       req_s_per_core: (a.n / a.cpuMs) * 1000,
       client_us_per_req: (a.clientMs * 1000) / a.n,
       server_us_per_req: (a.cpuMs * 1000) / a.n,
+      perCoreByRound: a.rounds.map((r) => (r.n / r.cpuMs) * 1000),
     });
   });
   const wd = summarize(warm[0]!);
@@ -265,6 +271,13 @@ function nodeDriver(): ClientDriver {
 
 const ratio = (a: number, b: number): number => a / b;
 
+/** The per-core ratio round by round: "rounds 0.91–1.02 (median 0.97)". */
+function spread(x: VariantFigures, y: VariantFigures): string {
+  const r = x.perCoreByRound.map((v, i) => v / y.perCoreByRound[i]!).sort((a, b) => a - b);
+  const med = r.length % 2 === 1 ? r[(r.length - 1) / 2]! : (r[r.length / 2 - 1]! + r[r.length / 2]!) / 2;
+  return `per-core ratio by round ${fmt(r[0]!)}–${fmt(r[r.length - 1]!)} (median ${fmt(med)}, ${r.length} rounds)`;
+}
+
 export async function benchRpc(): Promise<BenchResult[]> {
   const want = process.env.RPC_BENCH_CLIENT ?? (goAvailable() === null ? 'node' : 'go');
   const load = want === 'go' ? await goDriver() : nodeDriver();
@@ -297,7 +310,8 @@ export async function benchRpc(): Promise<BenchResult[]> {
       const { figures, direct, warmupNote } = await interleaved(load, chain.http, variants, body);
       for (const v of variants) {
         const f = figures.get(v.key)!;
-        out.push({ bench: 'rpc', case: `${name}: [${v.key}] ${v.label}`, figures: { ...f } });
+        const { perCoreByRound: _rounds, ...shown } = f;
+        out.push({ bench: 'rpc', case: `${name}: [${v.key}] ${v.label}`, figures: { ...shown } });
       }
       const A = figures.get('A')!;
       const B = figures.get('B')!;
@@ -306,17 +320,17 @@ export async function benchRpc(): Promise<BenchResult[]> {
         bench: 'rpc',
         case: `${name}: fleet limits on ÷ off (B ÷ A)`,
         figures: { per_core_ratio: ratio(B.req_s_per_core, A.req_s_per_core), req_s_ratio: ratio(B.req_s, A.req_s), added_p99_ratio: ratio(B.added_p99_ms, A.added_p99_ms), paired_added_p99_ratio: ratio(B.paired_added_p99_ms, A.paired_added_p99_ms) },
-        note: `aim: per core ≥ 0.9×, added p99 within 10%. Direct to the node in the same run: p50 ${fmt(direct.p50)} ms, p99 ${fmt(direct.p99)} ms, ${fmt(direct.req_s)} req/s; ${warmupNote}`,
+        note: `${spread(B, A)}; aim: per core ≥ 0.9×, added p99 within 10%. Direct to the node in the same run: p50 ${fmt(direct.p50)} ms, p99 ${fmt(direct.p99)} ms, ${fmt(direct.req_s)} req/s; ${warmupNote}`,
       });
       out.push({
         bench: 'rpc',
         case: `${name}: usage events on ÷ off (A ÷ C)`,
         figures: { per_core_ratio: ratio(A.req_s_per_core, C.req_s_per_core), req_s_ratio: ratio(A.req_s, C.req_s), added_p99_ratio: ratio(A.added_p99_ms, C.added_p99_ms), paired_added_p99_ratio: ratio(A.paired_added_p99_ms, C.paired_added_p99_ms) },
-        ...(name.startsWith('batch') ? { note: 'aim: per core ≥ 0.8× (0.44× before usage events were one per method and request)' } : {}),
+        note: `${spread(A, C)}${name.startsWith('batch') ? '; aim: per core ≥ 0.8× (0.44× before usage events were one per method and request)' : ''}`,
       });
       const base = figures.get('base');
       if (base !== undefined) {
-        out.push({ bench: 'rpc', case: `${name}: this build ÷ the build before, as deployed (A ÷ base)`, figures: { per_core_ratio: ratio(A.req_s_per_core, base.req_s_per_core), req_s_ratio: ratio(A.req_s, base.req_s), added_p99_ratio: ratio(A.added_p99_ms, base.added_p99_ms) } });
+        out.push({ bench: 'rpc', case: `${name}: this build ÷ the build before, as deployed (A ÷ base)`, figures: { per_core_ratio: ratio(A.req_s_per_core, base.req_s_per_core), req_s_ratio: ratio(A.req_s, base.req_s), added_p99_ratio: ratio(A.added_p99_ms, base.added_p99_ms) }, note: spread(A, base) });
       }
     }
     const gw = variants[0]!.child;
