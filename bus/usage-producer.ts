@@ -5,7 +5,7 @@ import { metrics as defaultRegistry, type Counter, type Gauge, type Registry } f
 import { rootLogger, type Log } from '../infra/base/log';
 
 // Meters requests without ever slowing or failing them. emit() appends to a bounded FIFO and returns; one
-// loop produces from its head in batches and, while the bus refuses (broker down), retries the same batch
+// loop produces from its head in batches (lingering lingerMs for a batch to fill) and, while the bus refuses (broker down), retries the same batch
 // with capped exponential backoff. Nothing accepted is lost while the buffer has room; when it is full the
 // oldest waiting event is dropped, counted and warned about. Delivery is at-least-once (a batch whose answer
 // was lost may have been written), and every event carries a unique id for consumers to dedupe. With Kafka,
@@ -22,6 +22,13 @@ export interface UsageProducerOptions {
   maxBuffered?: number;
   /** Events per produce() call at most. */
   maxBatch?: number;
+  /**
+   * How long the loop waits, once an event arrives at an empty buffer, for more to join its batch (unless maxBatch
+   * fill up first); default 5 ms, Kafka's own producer default for linger.ms since Kafka 4.0 (KIP-1030). Without
+   * it a gateway serving one request at a time produced a batch per request: a bus call, a record batch and a
+   * reader's wake-up per event, three times the cost of the event itself.
+   */
+  lingerMs?: number;
   retryMinMs?: number;
   retryMaxMs?: number;
   /** How long close() keeps trying to deliver what is buffered. */
@@ -50,6 +57,8 @@ export class UsageProducer implements UsageSink {
   /** Set by close(): the loop exits at its next turn, delivered or not. */
   private stopping = false;
   private wake: (() => void) | null = null;
+  /** Set while the loop lingers for a fuller batch: emit() ends the wait early once maxBatch events wait. */
+  private lingerEnd: (() => void) | null = null;
   private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
   private readonly loop: Promise<void>;
   private readonly opts: Required<Omit<UsageProducerOptions, 'log' | 'registry'>>;
@@ -66,6 +75,7 @@ export class UsageProducer implements UsageSink {
     this.opts = {
       maxBuffered: options.maxBuffered ?? 100_000,
       maxBatch: options.maxBatch ?? 500,
+      lingerMs: options.lingerMs ?? 5,
       retryMinMs: options.retryMinMs ?? 100,
       retryMaxMs: options.retryMaxMs ?? 5_000,
       closeTimeoutMs: options.closeTimeoutMs ?? 30_000,
@@ -102,6 +112,7 @@ export class UsageProducer implements UsageSink {
     this.ring[(this.head + this.size) % this.opts.maxBuffered] = { seq: ++this.accepted, record };
     this.size++;
     this.wake?.();
+    if (this.lingerEnd !== null && this.size >= this.opts.maxBatch) this.lingerEnd();
   }
 
   /** Resolves once every event accepted before this call is produced (or was dropped for room). */
@@ -177,6 +188,7 @@ export class UsageProducer implements UsageSink {
         if (this.size === 0) {
           await new Promise<void>((r) => (this.wake = r));
           this.wake = null;
+          if (this.opts.lingerMs > 0 && this.size < this.opts.maxBatch && !this.stopping) await this.linger();
           continue;
         }
         const n = Math.min(this.size, this.opts.maxBatch);
@@ -199,6 +211,17 @@ export class UsageProducer implements UsageSink {
         delay = Math.min(delay * 2, this.opts.retryMaxMs);
       }
     }
+  }
+
+  private linger(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => this.lingerEnd?.(), this.opts.lingerMs);
+      this.lingerEnd = () => {
+        clearTimeout(t);
+        this.lingerEnd = null;
+        resolve();
+      };
+    });
   }
 
   private sleep(ms: number): Promise<void> {

@@ -9,7 +9,7 @@
 //     pool,
 //     auth,              // (ClientInfo{ip, path, transport}) → { ok: true, caller } | refuse(kind, detail?)
 //     meter,             // { admit(caller, calls, transport) → { ok: true, units[], release? } | refuse(...) } (sync or async)
-//     usage,             // (caller, calls, units, outcome, transport) → void; usageEvents(producer, surface, rentalOf, chain?)
+//     usage,             // (caller, calls, units, outcome, transport) → void; usageEvents(producer, surface, rentalOf, chain?): one event per method and request
 //     neverRetry,        // methods never retried, hedged or duplicated
 //     trustedProxies, limits, log,
 //   });
@@ -32,7 +32,7 @@ export { errorJson, errorMessage, refuse, type CoreErrorKind, type ErrorRow, typ
 export { MAX_METHOD_LEN, type RpcCall } from './jsonrpc';
 export { clientIp, pathOf } from './client-ip';
 export { unmetered, type Admission, type AdmitResult, type AuthResult, type ClientInfo, type Meter, type Transport, type UsageHook } from './policy';
-export { usageEvents } from './usage';
+export { emitRequestUsage, usageEvents } from './usage';
 export { UpstreamPool, type HealthProbe, type ProbeCall, type ProbeResult, type UpstreamPoolOptions } from './upstream-pool';
 export type { UpstreamEndpoint } from './upstream';
 export { startProxy, type Listen, type ProxyLimits, type ProxyOptions, type RunningProxy } from './proxy';

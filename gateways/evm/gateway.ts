@@ -11,11 +11,11 @@ import { blockNumberProbe } from './probe';
 // The EVM endpoints: per served chain, one upstream pool (health by eth_blockNumber) and one proxy (HTTP and
 // WebSocket listeners) from the shared JSON-RPC proxy core, configured with the EVM error table, IP-allowlist
 // auth and usage events (surface `evm`, the chain id, the method). The contract names no EVM limits, so calls
-// are not rate limited; each call is one unit in its usage event.
+// are not rate limited; each call is one unit (an event per method and request counts its calls).
 
 export interface EvmDeps {
   rentals: RentalRegistry;
-  /** Usage events go here (one per call, for callers with a rental); absent = none emitted. */
+  /** Usage events go here (one per method and request, for callers with a rental); absent = none emitted. */
   usage?: UsageProducer;
   log: Log;
   registry?: Registry;

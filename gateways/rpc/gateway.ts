@@ -1,10 +1,9 @@
 import type { Bus } from '../../bus/bus';
 import type { RentalRegistry } from '../../bus/rental-registry';
 import { UsageProducer } from '../../bus/usage-producer';
-import { newUsageEvent } from '../../bus/topics/usage-events';
 import type { Log } from '../../infra/base/log';
 import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
-import { FleetBudget, startFleetExchange, startProxy, UpstreamPool, type FleetExchange, type UsageHook } from '../core';
+import { emitRequestUsage, FleetBudget, startFleetExchange, startProxy, UpstreamPool, type FleetExchange, type UsageHook } from '../core';
 import { rpcAuth, type RpcCaller } from './auth';
 import type { RpcGatewayConfig, RpcUpstreamConfig } from './config';
 import { RPC_ERRORS, type RpcErrorKind } from './errors';
@@ -13,7 +12,8 @@ import { RpcMeter } from './meter';
 
 // The chain JSON-RPC gateway: the proxy core configured with the chain's error table, weights, scan methods,
 // RPS/TPS/scan metering per rental, auth by egress IP or dedicated path, Solana health checks, and usage
-// events (surface "rpc" for HTTP calls, "rpc-ws" for WebSocket messages) through the usage producer.
+// events (surface "rpc" for HTTP calls, "rpc-ws" for WebSocket messages; one per method and request) through the
+// usage producer.
 
 export interface RpcGatewayDeps {
   rentals: RentalRegistry;
@@ -89,10 +89,8 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
     producer === undefined
       ? undefined
       : (rental, calls, units, outcome, transport) => {
-          if (rental === null) return;
-          const surface = transport === 'ws' ? 'rpc-ws' : 'rpc';
-          const time = new Date(); // one request, one time: a batch's events share it
-          for (let i = 0; i < calls.length; i++) producer.emit(newUsageEvent({ rental: rental.id, surface, method: calls[i]!.method, units: units[i] ?? 0, outcome, time }));
+          // One event per method and request (a batch of ten getHealth: one event, calls 10), one time for all.
+          if (rental !== null) emitRequestUsage(producer, rental.id, transport === 'ws' ? 'rpc-ws' : 'rpc', calls, units, outcome);
         };
 
   let proxy;

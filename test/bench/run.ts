@@ -26,6 +26,7 @@ const BENCHES: BenchModule[] = [
   { file: './billing', title: 'billing', entry: 'benchBilling' },
   { file: './localchain', title: 'localchain', entry: 'benchLocalChain' },
   { file: './rpc', title: 'rpc gateway', entry: 'benchRpc' },
+  { file: './usage-hook', title: 'usage accounting per request: an event per method and request beside one per call', entry: 'benchUsageHook' },
   { file: './fleet-meter', title: 'chain gateway meter: fleet-wide limits beside local', entry: 'benchFleetMeter' },
   { file: './loop', title: 'whole loop on one machine', entry: 'benchLoop' },
   { file: './evm', title: 'evm', entry: 'benchEvm' },

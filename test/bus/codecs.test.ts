@@ -89,16 +89,16 @@ describe('topic codecs', () => {
       assert.equal(e.time, '2024-06-01T00:00:00.000Z');
     });
 
-    it('encodes exactly what JSON.stringify writes, for any strings and numbers (fuzzed)', () => {
+    it('encodes exactly what JSON.stringify writes of { v: 2, ...event }, for any strings and numbers (fuzzed)', () => {
       const surfaces = ['stream', 'rpc', 'rpc-ws', 'submit', 'evm'] as const;
       const outcomes = ['ok', 'rejected', 'error', 'rate_limited'] as const;
       fc.assert(
         fc.property(
           fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.constantFrom(...surfaces), fc.constantFrom(...outcomes),
-          fc.oneof(fc.nat(), fc.double()), fc.option(fc.oneof(fc.nat(), fc.double()), { nil: undefined }), fc.boolean(),
-          (rental, method, surface, outcome, units, chain, now) => {
-            const e = newUsageEvent({ rental, method, surface, outcome, units, ...(chain === undefined ? {} : { chain }), ...(now ? {} : { time: new Date(1_700_000_000_123) }) });
-            assert.equal(encodeUsageEvent(e).value.toString('utf8'), JSON.stringify(e));
+          fc.oneof(fc.nat(), fc.double()), fc.option(fc.oneof(fc.nat(), fc.double()), { nil: undefined }), fc.boolean(), fc.oneof(fc.integer({ min: 1 }), fc.double()),
+          (rental, method, surface, outcome, units, chain, now, calls) => {
+            const e = newUsageEvent({ rental, method, surface, outcome, units, calls, ...(chain === undefined ? {} : { chain }), ...(now ? {} : { time: new Date(1_700_000_000_123) }) });
+            assert.equal(encodeUsageEvent(e).value.toString('utf8'), JSON.stringify({ v: 2, ...e }));
           },
         ),
         { numRuns: 2000 },

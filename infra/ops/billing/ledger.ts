@@ -21,6 +21,7 @@ export interface BillingRow {
   method: string;
   chain?: number;
   units: number;
+  /** Calls metered (each usage event counts `calls` of them: 1 in version 1 records). */
   events: number;
 }
 
@@ -103,7 +104,7 @@ export class LedgerState {
         l.rows[key] = row;
       }
       row.units += e.units;
-      row.events++;
+      row.events += e.calls; // calls, not records: a version 2 event counts its request's calls of one method
       counted++;
     }
     l.counted += counted;

@@ -251,7 +251,7 @@ describe('EVM endpoints (two real anvil nodes through the gateway)', function ()
     }
   });
 
-  it('emits a usage event per call: surface evm, the chain id, the method, the rental', async () => {
+  it('emits a usage event per method and request: surface evm, the chain id, the method, the rental', async () => {
     await usage.flush();
     const mark = usageSeen.length;
     const body = JSON.stringify([

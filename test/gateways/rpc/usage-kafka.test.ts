@@ -13,13 +13,14 @@ import { post } from '../fake-node';
 import { chainUpstream, localChain, rental, testGateway, type TestGateway } from './support';
 
 // Usage events of the chain gateway, produced through the UsageProducer onto a real Kafka broker and read back:
-// one event per call (a batch item is a call), unit for unit, with the outcome of the request, for HTTP
+// one event per method and request (a batch of ten of one method is one event with calls 10, its units summed),
+// unit for unit, with the outcome of the request, for HTTP
 // (surface rpc) and WebSocket (surface rpc-ws). Requests the gateway refuses before metering (auth) carry no
 // rental to bill and produce none.
 
 const call = (method: string, params: unknown[] = [], id = 1): Record<string, unknown> => ({ jsonrpc: '2.0', id, method, params });
 const SIG = '1111111111111111111111111111111111111111111111111111111111111111';
-const key = (e: Pick<UsageEvent, 'rental' | 'surface' | 'method' | 'units' | 'outcome'>): string => `${e.rental} ${e.surface} ${e.method} ${e.units} ${e.outcome}`;
+const key = (e: Pick<UsageEvent, 'rental' | 'surface' | 'method' | 'calls' | 'units' | 'outcome'>): string => `${e.rental} ${e.surface} ${e.method} ${e.calls} ${e.units} ${e.outcome}`;
 
 describe('chain gateway: usage events on a real Kafka broker', function () {
   this.timeout(180_000);
@@ -47,16 +48,21 @@ describe('chain gateway: usage events on a real Kafka broker', function () {
 
   it('match the requests made, unit for unit', async () => {
     const expected: string[] = [];
-    const exp = (surface: 'rpc' | 'rpc-ws', method: string, units: number, outcome: UsageEvent['outcome']): number => expected.push(key({ rental: 'bill-me', surface, method, units, outcome }));
+    const exp = (surface: 'rpc' | 'rpc-ws', method: string, units: number, outcome: UsageEvent['outcome'], calls = 1): number => expected.push(key({ rental: 'bill-me', surface, method, calls, units, outcome }));
 
     assert.equal((await post(gw.http.url, JSON.stringify(call('getSlot')))).status, 200);
     exp('rpc', 'getSlot', 1, 'ok');
     const ten = Array.from({ length: 10 }, (_v, i) => call('getTransaction', [SIG], i));
     assert.equal((await post(gw.http.url, JSON.stringify(ten))).status, 200);
-    for (let i = 0; i < 10; i++) exp('rpc', 'getTransaction', 10, 'ok');
+    exp('rpc', 'getTransaction', 100, 'ok', 10);
+    // A batch of two methods: an event for each, in the order they first appear.
+    const mixed = [call('getSlot', [], 1), call('getBlockHeight', [], 2), call('getSlot', [], 3)];
+    assert.equal((await post(gw.http.url, JSON.stringify(mixed))).status, 200);
+    exp('rpc', 'getSlot', 2, 'ok', 2);
+    exp('rpc', 'getBlockHeight', 1, 'ok');
     assert.equal((await post(gw.http.url, JSON.stringify(call('getAccountInfo', [SIG.slice(0, 32)])))).status, 200);
     exp('rpc', 'getAccountInfo', 2, 'ok');
-    // 103 of 120 units spent: a 30-unit call does not fit and is refused, charged nothing.
+    // 106 of 120 units spent: a 30-unit call does not fit and is refused, charged nothing.
     assert.equal((await post(gw.http.url, JSON.stringify(call('getProgramAccounts', ['11111111111111111111111111111111'])))).status, 429);
     exp('rpc', 'getProgramAccounts', 0, 'rate_limited');
     // sendTransaction: TPS, one unit; the second in the same second is refused.

@@ -1,0 +1,3 @@
+module meridian/httpload
+
+go 1.26.0
