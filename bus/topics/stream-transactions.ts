@@ -15,6 +15,8 @@ const VERSION_OFF = 0;
 const KEY_COUNT_OFF = 2;
 const OBSERVED_AT_OFF = 4;
 const SLOT_OFF = 12;
+/** Where the slot sits in a record's value (readers that key on it without decoding). */
+export const TX_RECORD_SLOT_OFF = SLOT_OFF;
 export const TX_RECORD_HEADER_SZ = 20;
 export const PUBKEY_SZ = 32;
 export const SIGNATURE_SZ = 64;

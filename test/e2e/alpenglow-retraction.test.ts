@@ -13,6 +13,9 @@ import { SlotStatus, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
 import { quietLog, testConfig, uniqueTopics } from '../fanout/support';
 import { V2Client } from '../fanout/v2/client';
 import { alpentick, fixtureTxs, footer, header, shredBlock, txBatch, updateParent } from '../ingest/support/alpenglow';
+import { StreamClient } from '../support/stream-client';
+import { decodeTransaction } from '../../proto/txn/decode';
+import bs58 from 'bs58';
 
 // The UpdateParent loop from shreds to a v2 client: an Alpenglow block whose leader handed over (SIMD-0337) goes
 // through the ingest pipeline and publisher onto an embedded bus, and a v2 stream delivers its transactions as they
@@ -54,7 +57,9 @@ describe('Alpenglow UpdateParent: ingest → bus → stream v2, and a client tha
     fanout = await startFanout(cfg, bus, emptyRegistry(), quietLog());
   });
 
+  const v1Clients: StreamClient[] = [];
   after(async () => {
+    for (const c of v1Clients) await c.close();
     for (const c of clients) c.cancel();
     await fanout.close();
     await bus.close();
@@ -96,5 +101,36 @@ describe('Alpenglow UpdateParent: ingest → bus → stream v2, and a client tha
     // discarded signatures until the slot's transactions are complete or the slot is finalized).
     await resumed.waitUpdates(() => resumed.txs().filter((u) => BigInt(u.getTransaction()!.getSlot()) === SLOT).length === 6 && kept(resumed, SLOT) !== null, 'resumed SLOT_DECODED and the six transactions');
     assert.deepEqual(kept(resumed, SLOT), want);
+  });
+
+  it('v1 de-duplicates by signature and block: a transaction included again after the UpdateParent is delivered again, a redundant feed\u2019s copies are not', async () => {
+    const slot = SLOT + 8n; // first slot of a leader window, a block of its own (the fanout's dedupe window is shared)
+    const keyOf = (t: Buffer, i: number): string => {
+      const d = decodeTransaction(t, slot);
+      assert.ok(d.ok);
+      return bs58.encode(d.tx.accountKeys[i]!);
+    };
+    const v1 = StreamClient.open(fanout.address);
+    v1Clients.push(v1);
+    // T5 only as the fence after everything: its last static key (a program) is not one of T2's.
+    v1.send({ transactions: { re: { accountRequired: [keyOf(T[2]!, 0)] }, fence: { accountRequired: [keyOf(T[5]!, 0)] } }, pingId: 9 });
+    await v1.waitFor((r) => r.pingId === 9, 10_000);
+    const publisher = new Publisher(bus, { maxItems: 10_000 });
+    const topics = { transactions: cfg.topics.transactions, slots: cfg.topics.slots, slotStatus: cfg.topics.slotStatus, entries: cfg.topics.entries };
+    // Two ingest workers on redundant feeds of the same block: the block's every record is published twice.
+    const workers = [new Pipeline({ sink: publishSink(publisher, { topics }), blockFormat: 'alpenglow' }), new Pipeline({ sink: publishSink(publisher, { topics }), blockFormat: 'alpenglow' })];
+    const b = shredBlock(slot, 1, [header(slot - 1n), txBatch([T[0]!, T[2]!], 3), updateParent(slot - 2n), txBatch([T[2]!, T[3]!], 4), footer(), alpentick()]);
+    let t = 5000;
+    for (const w of workers) for (const s of b.shreds) w.push(s, t++);
+    const fence = shredBlock(slot + 1n, 1, [header(slot), txBatch([T[5]!], 5), footer(), alpentick()]);
+    for (const s of fence.shreds) workers[0]!.push(s, t++);
+    await publisher.idle();
+    const fenceSig = bs58.encode(T[5]!.subarray(1, 65));
+    await v1.waitFor((r) => r.transaction?.signature === fenceSig, 20_000);
+    const t2 = bs58.encode(T[2]!.subarray(1, 65));
+    const got = v1.transactions.filter((x) => x.signature === t2);
+    assert.equal(got.length, 2, 'T2 once for the abandoned bank, once for the bank after the UpdateParent, each once despite two feeds');
+    assert.deepEqual(got.map((x) => x.slot), [Number(slot), Number(slot)]);
+    assert.equal(v1.transactions.filter((x) => x.signature === fenceSig).length, 1);
   });
 });
