@@ -1,5 +1,5 @@
 import type { BusMessage } from '../bus/bus';
-import { BLOCK_REF_FIRST_SHRED_OFF, BLOCK_REF_HEADER, BLOCK_REF_SZ } from '../bus/topics/block-ref';
+import { BLOCK_REF_FIRST_SHRED_OFF, BLOCK_REF_HEADER, BLOCK_REF_SZ, withBlockRef } from '../bus/topics/block-ref';
 import { decodeTxRecord, SIGNATURE_SZ, TX_RECORD_SLOT_OFF } from '../bus/topics/stream-transactions';
 import type { FanoutConfig } from './config';
 import { RecentKeys } from './dedupe';
@@ -85,7 +85,7 @@ export class StreamFeed {
       v2?.onTransaction(m);
       return;
     }
-    const r = d.record;
+    const r = v2 === undefined ? d.record : withBlockRef(d.record, m.headers);
     if (fresh) {
       this.tables?.observer.observe(r.accountKeys, r.message, r.slot);
       this.v1.transaction(r);

@@ -51,3 +51,10 @@ export function decodeBlockRef(v: Uint8Array | undefined): BlockRef | null {
   const b = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
   return { source: v[1]!, batchFirstShred: b.readUInt32LE(BLOCK_REF_FIRST_SHRED_OFF), parentSlot: b.readBigUInt64LE(6), parentBlockId: b.subarray(14, 46) };
 }
+
+/** Sets `r.block` from a record's headers (when it has the `blk` header): the readers' one hook. */
+export function withBlockRef<T extends { block?: BlockRef | null }>(r: T, headers: Readonly<Record<string, Buffer>> | undefined): T {
+  const v = headers?.[BLOCK_REF_HEADER];
+  if (v !== undefined) r.block = decodeBlockRef(v);
+  return r;
+}

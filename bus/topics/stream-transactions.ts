@@ -10,6 +10,8 @@
 //   +20  32*N  static account keys, in message order (what filters match against, without decoding)
 //   +..  rest  the encoded SubscribeResponseTransaction message (forwarded by fanout without re-encoding)
 
+import type { BlockRef } from './block-ref';
+
 export const TX_RECORD_VERSION = 1;
 const VERSION_OFF = 0;
 const KEY_COUNT_OFF = 2;
@@ -28,6 +30,8 @@ export interface TxRecord {
   accountKeys: Buffer;
   /** Encoded SubscribeResponseTransaction. */
   message: Buffer;
+  /** The block it belongs to, from the record's `blk` header (block-ref.ts; not part of the value), when read. */
+  block?: BlockRef | null;
 }
 
 export function encodeTxRecord(r: TxRecord): Buffer {

@@ -4,6 +4,7 @@ import { decodeSlotStatusRecord, SlotStatusCode } from '../../bus/topics/stream-
 import { decodeEntryRecord, entryTxKeys, type EntryRecord } from '../../bus/topics/stream-entries';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord, SIGNATURE_SZ, type TxRecord } from '../../bus/topics/stream-transactions';
+import { withBlockRef } from '../../bus/topics/block-ref';
 import type { UsageSink } from '../../bus/usage-producer';
 import type { Log } from '../../infra/base/log';
 import { encodeEntryShared, encodeLoadedAddresses, encodeSlotShared, encodeTxShared, SlotStatus } from '../../proto/wire-v2';
@@ -324,7 +325,7 @@ export class V2Hub {
       let r = decoded ?? null;
       if (r === null) {
         const d = decodeTxRecord(m.value);
-        if (d.ok) r = d.record;
+        if (d.ok) r = withBlockRef(d.record, m.headers);
       }
       if (r !== null) {
         e.record = r;
@@ -435,7 +436,7 @@ export class V2Hub {
     if (r === null) {
       const d = decodeTxRecord(m.value);
       if (!d.ok) return;
-      r = d.record;
+      r = withBlockRef(d.record, m.headers);
     }
     if (r.slot > this.newest) this.newest = r.slot;
     if (this.index.size.subscribers === 0) return this.afterRecord();
@@ -506,7 +507,7 @@ export class V2Hub {
     if (m.value === null) return;
     const d = decodeEntryRecord(m.value);
     if (!d.ok) return this.afterRecord();
-    const r = d.record;
+    const r = withBlockRef(d.record, m.headers);
     this.counts.entries++;
     if (r.slot > this.newest) this.newest = r.slot;
     let shared: Buffer | undefined;
@@ -583,7 +584,7 @@ export class V2Hub {
   }
 
   private rawShared(cursor: Buffer, r: EntryRecord, i: number): Buffer {
-    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature: r.signatures.subarray(i * SIGNATURE_SZ, (i + 1) * SIGNATURE_SZ), decoded: null, raw: r.txs[i]!.wire, observedAtMs: r.observedAtMs, loaded: null });
+    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature: r.signatures.subarray(i * SIGNATURE_SZ, (i + 1) * SIGNATURE_SZ), decoded: null, raw: r.txs[i]!.wire, observedAtMs: r.observedAtMs, loaded: null, block: r.block });
   }
 
   onSlot(m: BusMessage): void {
@@ -680,9 +681,9 @@ export class V2Hub {
     for (const s of [...this.replaying]) if (s.checkCaughtUp() || !s.isReplaying) this.replaying.delete(s);
   }
 
-  private txShared(cursor: Buffer, key: Buffer | null, r: { slot: bigint; message: Buffer; observedAtMs: number }, loaded: Buffer | null): Buffer {
+  private txShared(cursor: Buffer, key: Buffer | null, r: Pick<TxRecord, 'slot' | 'message' | 'observedAtMs' | 'block'>, loaded: Buffer | null): Buffer {
     const signature = key !== null && key.length === SIGNATURE_SZ ? key : Buffer.alloc(0);
-    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature, decoded: r.message, raw: null, observedAtMs: r.observedAtMs, loaded });
+    return encodeTxShared(cursor, this.now(), { slot: r.slot, signature, decoded: r.message, raw: null, observedAtMs: r.observedAtMs, loaded, block: r.block });
   }
 
   private cursor(): Buffer {
@@ -737,6 +738,7 @@ export class V2Hub {
             key: m.key,
             value: m.value,
             timestamp: m.timestamp,
+            headers: m.headers,
           })),
         ),
     });
@@ -748,7 +750,7 @@ export class V2Hub {
     if (r.tag === TopicTag.transactions) {
       const d = decodeTxRecord(r.value);
       if (!d.ok || d.record.slot < s.minSlot) return;
-      const rec = d.record;
+      const rec = withBlockRef(d.record, r.headers);
       const deliver = (lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null): void => {
         const { matches, loaded: l } = this.matchTx(index, rec, lookups, loaded, s.loadedMask !== 0);
         for (const x of matches) {
@@ -795,7 +797,7 @@ export class V2Hub {
   private replayEntry(s: V2Session, index: FilterIndex<V2Session>, rec: ReplayRecord, cursor: () => Buffer): void {
     const d = decodeEntryRecord(rec.value!);
     if (!d.ok || d.record.slot < s.minSlot) return;
-    const r = d.record;
+    const r = withBlockRef(d.record, rec.headers);
     if (s.entries) {
       const c = cursor();
       s.deliverEntry(encodeEntryShared(c, this.now(), r), c, true);

@@ -97,6 +97,8 @@ export interface ReplayRecord {
   key: Buffer | null;
   value: Buffer | null;
   timestamp: number;
+  /** The record's headers (the `blk` block reference, bus/topics/block-ref.ts). */
+  headers?: Record<string, Buffer>;
 }
 
 type State = 'new' | 'resolving' | 'replaying' | 'live' | 'ended';

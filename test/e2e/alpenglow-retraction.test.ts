@@ -9,7 +9,7 @@ import { startFanout, type FanoutHandle } from '../../fanout/server';
 import { Pipeline } from '../../ingest/pipeline';
 import { publishSink } from '../../ingest/publish-sink';
 import { Publisher } from '../../ingest/publisher';
-import { SlotStatus, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
+import { BlockRefSource, SlotStatus, type BlockRef, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
 import { quietLog, testConfig, uniqueTopics } from '../fanout/support';
 import { V2Client } from '../fanout/v2/client';
 import { alpentick, fixtureTxs, footer, header, shredBlock, txBatch, updateParent } from '../ingest/support/alpenglow';
@@ -41,6 +41,27 @@ function kept(c: V2Client, slot: bigint): string[] | null {
   return got.sort();
 }
 
+/**
+ * Every transaction and entry of the slot names its bank as known when sent: the header's parent before the
+ * UpdateParent, the UpdateParent's after it (stream v2 BlockRef), and its batch's place against the retraction's FEC set.
+ */
+function assertBlockRefs(c: V2Client, slot: bigint, upFec: number): void {
+  const refs: Array<[string, BlockRef | undefined]> = [];
+  for (const u of c.updates) {
+    if (u.hasTransaction() && BigInt(u.getTransaction()!.getSlot()) === slot) refs.push(['tx', u.getTransaction()!.getBlock()]);
+    if (u.hasEntry() && BigInt(u.getEntry()!.getSlot()) === slot && u.getEntry()!.getTransactionCount() > 0) refs.push(['entry', u.getEntry()!.getBlock()]);
+  }
+  assert.ok(refs.filter(([k]) => k === 'tx').length === 6 && refs.some(([k]) => k === 'entry'), 'transactions and entries of the slot');
+  for (const [kind, b] of refs) {
+    assert.ok(b !== undefined, `a ${kind} without its block`);
+    assert.equal(BigInt(b.getSlot()), slot);
+    const after = b.getBatchFirstShred() >= upFec;
+    assert.equal(b.getSource(), after ? BlockRefSource.BLOCK_REF_SOURCE_UPDATE_PARENT : BlockRefSource.BLOCK_REF_SOURCE_HEADER, `${kind} at shred ${b.getBatchFirstShred()}`);
+    assert.equal(BigInt(b.getParentSlot()), after ? slot - 3n : slot - 1n);
+    assert.equal(Buffer.from(b.getParentBlockId_asU8()).toString('hex'), Buffer.alloc(32, after ? 0xb2 : 0xa1).toString('hex'));
+  }
+}
+
 describe('Alpenglow UpdateParent: ingest → bus → stream v2, and a client that applies the retraction', function () {
   this.timeout(60_000);
   let bus: EmbeddedBus;
@@ -69,7 +90,7 @@ describe('Alpenglow UpdateParent: ingest → bus → stream v2, and a client tha
     const live = new V2Client(fanout.address);
     clients.push(live);
     live.add('all', []);
-    live.start({ slots: true });
+    live.start({ slots: true, entries: true });
     await waitFor(() => fanout.v2Stats()!.streams === 1, 5000, 'open');
     // A heartbeat with a cursor comes only once the stream has started (session.ts heartbeat()): it is live then.
     await live.waitUpdates((u) => u.some((x) => x.hasHeartbeat() && x.getCursor_asU8().length > 0), 'started');
@@ -91,16 +112,20 @@ describe('Alpenglow UpdateParent: ingest → bus → stream v2, and a client tha
     await live.waitUpdates(() => kept(live, SLOT) !== null, 'SLOT_DECODED');
     assert.equal(live.txs().filter((u) => BigInt(u.getTransaction()!.getSlot()) === SLOT).length, 6, 'ingest delivered all six as they arrived');
     assert.deepEqual(kept(live, SLOT), want);
+    await live.waitUpdates((us) => us.filter((u) => u.hasEntry() && BigInt(u.getEntry()!.getSlot()) === SLOT && u.getEntry()!.getTransactionCount() > 0).length === 2, 'the two transaction entries');
+    assertBlockRefs(live, SLOT, b.starts[2]!);
     // Resumed from the fence's cursor (before any of the block's records).
     const resumed = new V2Client(fanout.address);
     clients.push(resumed);
     resumed.add('all', []);
-    resumed.start({ cursor: fence, slots: true });
+    resumed.start({ cursor: fence, slots: true, entries: true });
     // A replay reads stream.slot-status and stream.transactions side by side: the DECODED status may come before
     // some of the slot's transactions, so the retraction is applied once all six are in (a client keeps the
     // discarded signatures until the slot's transactions are complete or the slot is finalized).
     await resumed.waitUpdates(() => resumed.txs().filter((u) => BigInt(u.getTransaction()!.getSlot()) === SLOT).length === 6 && kept(resumed, SLOT) !== null, 'resumed SLOT_DECODED and the six transactions');
     assert.deepEqual(kept(resumed, SLOT), want);
+    await resumed.waitUpdates((us) => us.filter((u) => u.hasEntry() && BigInt(u.getEntry()!.getSlot()) === SLOT && u.getEntry()!.getTransactionCount() > 0).length === 2, 'resumed: the two transaction entries');
+    assertBlockRefs(resumed, SLOT, b.starts[2]!);
   });
 
   it('v1 de-duplicates by signature and block: a transaction included again after the UpdateParent is delivered again, a redundant feed\u2019s copies are not', async () => {
