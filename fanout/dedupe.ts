@@ -7,7 +7,7 @@ import { removeId } from './filter/id-table';
 // open-addressing table of ring positions. A Set of strings did the same with one string per record and
 // 100,000 long-lived strings for the garbage collector to walk on every major collection.
 
-/** Longest key kept in the ring (a signature); longer ones (our codecs make none) are kept aside by ring position. */
+/** Longest key kept in the ring by default (a signature); longer ones are kept aside by ring position. */
 const MAX_KEY = 64;
 const LONG = 0xff;
 
@@ -38,9 +38,11 @@ export class RecentKeys {
   /** Keys longer than MAX_KEY, by ring position (lens[r] = LONG). */
   private readonly long = new Map<number, Buffer>();
 
-  constructor(readonly window: number) {
+  /** `maxKey`: the longest key kept in the ring (at most 254 bytes); longer ones are kept aside. */
+  constructor(readonly window: number, private readonly maxKey = MAX_KEY) {
     if (!Number.isInteger(window) || window < 1) throw new RangeError(`dedupe window must be a positive integer, got ${window}`);
-    this.bytes = new Uint8Array(window * MAX_KEY);
+    if (!Number.isInteger(maxKey) || maxKey < 1 || maxKey >= LONG) throw new RangeError(`dedupe key size must be 1..254, got ${maxKey}`);
+    this.bytes = new Uint8Array(window * maxKey);
     this.lens = new Uint8Array(window);
     this.hashes = new Int32Array(window);
     let size = 16;
@@ -52,7 +54,7 @@ export class RecentKeys {
   /** true = first sighting (remembered now); false = a duplicate within the window. */
   firstSeen(key: Uint8Array): boolean {
     const h = hashBytes(key);
-    const len = key.length > MAX_KEY ? LONG : key.length;
+    const len = key.length > this.maxKey ? LONG : key.length;
     const t = this.table;
     for (let slot = h & this.mask; t[slot] !== 0; slot = (slot + 1) & this.mask) {
       const r = t[slot]! - 1;
@@ -62,7 +64,7 @@ export class RecentKeys {
     if (this.count === this.window) this.unlink(r);
     else this.count++;
     if (len === LONG) this.long.set(r, Buffer.from(key));
-    else this.bytes.set(key, r * MAX_KEY);
+    else this.bytes.set(key, r * this.maxKey);
     this.lens[r] = len;
     this.hashes[r] = h;
     let slot = h & this.mask;
@@ -77,9 +79,9 @@ export class RecentKeys {
   }
 
   private equal(r: number, key: Uint8Array): boolean {
-    if (key.length > MAX_KEY) return Buffer.compare(this.long.get(r)!, key) === 0;
+    if (key.length > this.maxKey) return Buffer.compare(this.long.get(r)!, key) === 0;
     const b = this.bytes;
-    for (let i = 0, o = r * MAX_KEY; i < key.length; i++) if (b[o + i] !== key[i]) return false;
+    for (let i = 0, o = r * this.maxKey; i < key.length; i++) if (b[o + i] !== key[i]) return false;
     return true;
   }
 

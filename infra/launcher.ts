@@ -49,6 +49,8 @@ import type { FanoutWorkerPayload } from './fanout-worker';
 
 export interface Running {
   endpoints: Endpoints;
+  /** The local chain node when it runs in this process (tests read its block ids). */
+  localChain?: Pick<LocalChain, 'blockFormat' | 'blockId' | 'updateParents'>;
   stop(): Promise<void>;
 }
 
@@ -412,7 +414,7 @@ export async function launch(cfg: Config, log: Log): Promise<Running> {
       }),
     });
     started = true;
-    return { endpoints, stop };
+    return { endpoints, stop, ...(local === undefined ? {} : { localChain: local.chain }) };
   } catch (e) {
     await stop();
     throw e;

@@ -1,6 +1,7 @@
 import { Counter, type Registry } from '../infra/base/metrics';
 import type { Log } from '../infra/base/log';
 import { decodeEntryBatch, ENTRY_REASONS, type BatchDecode, type Entry, type EntryReason } from './entry/entries';
+import { BlockRefs } from './entry/block-ref';
 import { BatchReassembler, type EntryBatch } from './entry/reassembler';
 import { PARSE_REJECTS, type DropReason } from './shred/drop-reasons';
 import { FecResolver } from './shred/fec-resolver';
@@ -22,6 +23,8 @@ export interface BatchOutput {
   entries: Entry[];
   /** Their transactions, flattened in order, then (on failure) those decoded before it in the entry it hit. */
   txs: DecodedTxn[];
+  /** The block its records belong to as far as known now: the `blk` record header (bus/topics/block-ref.ts). */
+  block?: Buffer;
 }
 
 export interface PipelineSink {
@@ -118,6 +121,7 @@ function pipelineCounters(r: Registry | undefined) {
 export class Pipeline {
   private readonly resolver: FecResolver;
   private readonly reassembler: BatchReassembler<BatchDecode>;
+  private readonly blockRefs = new BlockRefs();
   private readonly statuses: SlotStatusTracker;
   private readonly sink: PipelineSink;
   private readonly log: Log | undefined;
@@ -160,6 +164,7 @@ export class Pipeline {
       // verified shred causes one, and at most one per windowResetMs.
       onWindowReset: (r) => {
         this.reassembler.reset();
+        this.blockRefs.reset();
         this.statuses.reset();
         this.log?.warn(
           { cause: r.cause, slot: r.slot, previousHighest: r.previousHighest, quietMs: Math.round(r.quietMs) },
@@ -220,7 +225,8 @@ export class Pipeline {
     if (!decode.ok) for (const t of decode.partial) txs.push(t);
     this.c.entries.inc(entries.length);
     this.c.transactions.inc(txs.length);
-    this.sink.batch({ batch, decode, entries, txs });
+    this.blockRefs.observe(batch, decode.ok ? decode.marker : null);
+    this.sink.batch({ batch, decode, entries, txs, block: this.blockRefs.refFor(batch) });
   }
 
   /** Counts a transaction of an unknown version and logs it once per slot (a new version shows up slot after slot). */

@@ -3,6 +3,7 @@ import { TOPIC } from '../bus/topics';
 import { encodeSlotStatusRecord, SlotStatusSource } from '../bus/topics/stream-slot-status';
 import { encodeEntryRecord, entryKey } from '../bus/topics/stream-entries';
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
+import { BLOCK_REF_HEADER } from '../bus/topics/block-ref';
 import { encodeTxRecord, PUBKEY_SZ, SIGNATURE_SZ } from '../bus/topics/stream-transactions';
 import { encodeTransaction } from '../proto/wire';
 import { SlotEntryIndex, type Placement } from './entry/slot-entry-index';
@@ -42,11 +43,14 @@ export const DEFAULT_TOPICS: IngestTopics = {
 export function batchRecords(out: BatchOutput): ProduceRecord[] {
   const records = new Array<ProduceRecord>(out.txs.length);
   const observedAtMs = out.batch.firstSeenMs;
+  // One `blk` header value for the batch's records (the record objects are new per record anyway).
+  const headers = out.block === undefined ? undefined : { [BLOCK_REF_HEADER]: out.block };
   for (let i = 0; i < out.txs.length; i++) {
     const d = out.txs[i]!;
     records[i] = {
       key: d.tx.signatures[0]!,
       value: encodeTxRecord({ slot: d.tx.slot, observedAtMs, accountKeys: d.staticKeys, message: encodeTransaction(d.tx) }),
+      headers,
     };
   }
   return records;
@@ -63,6 +67,7 @@ export function entryRecords(out: BatchOutput, at: Placement | null): ProduceRec
   const records = new Array<ProduceRecord>(out.entries.length);
   let entry = at?.entry ?? 0;
   let tx = at?.tx ?? 0;
+  const headers = out.block === undefined ? undefined : { [BLOCK_REF_HEADER]: out.block };
   for (let i = 0; i < out.entries.length; i++) {
     const e = out.entries[i]!;
     const signatures = Buffer.allocUnsafe(e.txs.length * SIGNATURE_SZ);
@@ -75,6 +80,7 @@ export function entryRecords(out: BatchOutput, at: Placement | null): ProduceRec
     records[i] = {
       key: entryKey(slot, firstShred, i),
       value: encodeEntryRecord({ slot, index: at === null ? null : { entry, firstTx: tx }, batchFirstShred: firstShred, indexInBatch: i, numHashes: e.numHashes, hash: e.hash, observedAtMs: firstSeenMs, signatures, txs }),
+      headers,
     };
     entry++;
     tx += e.txs.length;

@@ -19,7 +19,9 @@
 //                    per record)
 //
 //   Transaction:  0x08 slot varint, 0x12 signature, 0x1a decoded (arpc SubscribeResponseTransaction bytes from
-//                 ingest, unchanged), 0x22 raw, 0x2a loaded, 0x32 observed_at
+//                 ingest, unchanged), 0x22 raw, 0x2a loaded, 0x32 observed_at, 0x3a block
+//   BlockRef:     0x08 slot, 0x10 parent_slot, 0x1a parent_block_id, 0x20 source, 0x28 batch_first_shred (from the
+//                 record's `blk` header, bus/topics/block-ref.ts)
 //   LoadedAddresses: 0x0a writable[], 0x12 readonly[], 0x1a unresolved_tables[] (32 bytes each)
 //   SlotUpdate:   0x08 slot, 0x10 status, 0x1a observed_at, 0x22 dead_reason, 0x2a block
 //   BlockIdentity: 0x0a block_id, 0x10 parent_slot, 0x1a parent_block_id, 0x22 update_parent, 0x2a footer
@@ -27,7 +29,7 @@
 //   BlockFooter:  0x0a bank_hash, 0x10 producer_time_nanos, 0x1a user_agent, 0x20..0x38 certificate presence
 //   Entry:        0x08 slot, 0x10 index, 0x18 index_known, 0x20 starting_transaction_index, 0x28 num_hashes,
 //                 0x32 hash, 0x38 transaction_count, 0x42 signatures[], 0x48 batch_first_shred, 0x50 index_in_batch,
-//                 0x5a observed_at
+//                 0x5a observed_at, 0x62 block
 //   Gap:          0x0a from_cursor, 0x10 reason, 0x18 count, 0x20 first_slot, 0x28 last_slot
 //   ReplayComplete 0x08 replayed; Heartbeat 0x08 newest_slot; FilterAck 0x0a id, 0x10 status, 0x1a reason,
 //   0x22 reason_code; Pong 0x08 id (int32)
@@ -179,6 +181,22 @@ function control(cursor: Uint8Array | null, createdAtMs: number, tag: number, bo
 
 // ---- the shared parts (once per bus record) ------------------------------------------------------------------
 
+/** A record's block as its `blk` header says (bus/topics/block-ref.ts BlockRef; source 0 = the shred header only). */
+export interface BlockRefFields {
+  source: number;
+  batchFirstShred: number;
+  parentSlot: bigint;
+  parentBlockId: Uint8Array;
+}
+
+/** A BlockRef field; nothing when the record carried no block. */
+function blockRef(into: Fields, tag: number, slot: bigint, b: BlockRefFields | null | undefined): void {
+  if (b === null || b === undefined) return;
+  const f = new Fields().u64(0x08, slot).u64(0x10, b.parentSlot);
+  if (b.source !== 0) f.bytes(0x1a, b.parentBlockId);
+  into.message(tag, f.varint(0x20, b.source).varint(0x28, b.batchFirstShred));
+}
+
 /**
  * The shared part of a transaction update: cursor ‖ created_at ‖ transaction{slot, signature, decoded?, raw?,
  * observed_at}. `decoded` is the SubscribeResponseTransaction bytes ingest encoded (copied, never re-encoded).
@@ -186,13 +204,14 @@ function control(cursor: Uint8Array | null, createdAtMs: number, tag: number, bo
 export function encodeTxShared(
   cursor: Uint8Array,
   createdAtMs: number,
-  tx: { slot: bigint; signature: Uint8Array; decoded: Uint8Array | null; raw: Uint8Array | null; observedAtMs: number; loaded?: Uint8Array | null },
+  tx: { slot: bigint; signature: Uint8Array; decoded: Uint8Array | null; raw: Uint8Array | null; observedAtMs: number; loaded?: Uint8Array | null; block?: BlockRefFields | null },
 ): Buffer {
   const t = new Fields().u64(0x08, tx.slot).bytes(0x12, tx.signature);
   if (tx.decoded !== null) t.bytes(0x1a, tx.decoded, true);
   if (tx.raw !== null) t.bytes(0x22, tx.raw, true);
   if (tx.loaded !== undefined && tx.loaded !== null) t.bytes(0x2a, tx.loaded, true);
   t.message(0x32, timestamp(tx.observedAtMs));
+  blockRef(t, 0x3a, tx.slot, tx.block);
   return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(TRANSACTION_TAG, t).toBuffer();
 }
 
@@ -305,6 +324,8 @@ export interface EntryFields {
   batchFirstShred: number;
   indexInBatch: number;
   observedAtMs: number;
+  /** The record's block, from its `blk` header (bus/topics/block-ref.ts), when it has one. */
+  block?: BlockRefFields | null;
 }
 
 /** The shared part of an entry update: cursor ‖ created_at ‖ entry. */
@@ -315,6 +336,7 @@ export function encodeEntryShared(cursor: Uint8Array, createdAtMs: number, e: En
   f.u64(0x28, e.numHashes).bytes(0x32, e.hash).varint(0x38, n);
   for (let i = 0; i < n; i++) f.bytes(0x42, e.signatures.subarray(i * 64, (i + 1) * 64), true);
   f.varint(0x48, e.batchFirstShred).varint(0x50, e.indexInBatch).message(0x5a, timestamp(e.observedAtMs));
+  blockRef(f, 0x62, e.slot, e.block);
   return new Fields().bytes(CURSOR_TAG, cursor).message(CREATED_AT_TAG, timestamp(createdAtMs)).message(ENTRY_TAG, f).toBuffer();
 }
 

@@ -29,6 +29,8 @@
 // this one (batches can complete out of order, and a worker that joins mid-slot never sees the first ones): the
 // position (slot, batch first shred, index in batch) is always exact, the slot-wide index only then.
 
+import type { BlockRef } from './block-ref';
+
 export const ENTRY_RECORD_VERSION = 1;
 export const ENTRY_FLAG_INDEX_KNOWN = 1;
 const SLOT_OFF = 4;
@@ -69,6 +71,8 @@ export interface EntryRecord {
   /** T × 64 bytes, contiguous: each transaction's first signature. */
   signatures: Buffer;
   txs: EntryTx[];
+  /** The block it belongs to, from the record's `blk` header (block-ref.ts; not part of the value), when read. */
+  block?: BlockRef | null;
 }
 
 export function entryKey(slot: bigint, batchFirstShred: number, indexInBatch: number): Buffer {

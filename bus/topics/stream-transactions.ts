@@ -10,11 +10,15 @@
 //   +20  32*N  static account keys, in message order (what filters match against, without decoding)
 //   +..  rest  the encoded SubscribeResponseTransaction message (forwarded by fanout without re-encoding)
 
+import type { BlockRef } from './block-ref';
+
 export const TX_RECORD_VERSION = 1;
 const VERSION_OFF = 0;
 const KEY_COUNT_OFF = 2;
 const OBSERVED_AT_OFF = 4;
 const SLOT_OFF = 12;
+/** Where the slot sits in a record's value (readers that key on it without decoding). */
+export const TX_RECORD_SLOT_OFF = SLOT_OFF;
 export const TX_RECORD_HEADER_SZ = 20;
 export const PUBKEY_SZ = 32;
 export const SIGNATURE_SZ = 64;
@@ -26,6 +30,8 @@ export interface TxRecord {
   accountKeys: Buffer;
   /** Encoded SubscribeResponseTransaction. */
   message: Buffer;
+  /** The block it belongs to, from the record's `blk` header (block-ref.ts; not part of the value), when read. */
+  block?: BlockRef | null;
 }
 
 export function encodeTxRecord(r: TxRecord): Buffer {

@@ -4,6 +4,7 @@ import { decodeSlotStatusRecord, SlotStatusCode, type SlotStatusRecord } from '.
 import { decodeEntryRecord, type EntryRecord } from '../../bus/topics/stream-entries';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord, type TxRecord } from '../../bus/topics/stream-transactions';
+import { withBlockRef } from '../../bus/topics/block-ref';
 import type { UsageSink } from '../../bus/usage-producer';
 import type { Log } from '../../infra/base/log';
 import { encodeEntryShared, encodeLoadedAddresses, encodeSlotShared, SlotStatus } from '../../proto/wire-v2';
@@ -325,7 +326,7 @@ export class V2Hub {
       let r = decoded ?? null;
       if (r === null) {
         const d = decodeTxRecord(m.value);
-        if (d.ok) r = d.record;
+        if (d.ok) r = withBlockRef(d.record, m.headers);
       }
       if (r !== null) {
         e.record = r;
@@ -395,7 +396,7 @@ export class V2Hub {
     if (r === null) {
       const d = decodeTxRecord(m.value);
       if (!d.ok) return;
-      r = d.record;
+      r = withBlockRef(d.record, m.headers);
     }
     if (r.slot > this.newest) this.newest = r.slot;
     if (this.index.size.subscribers === 0) return this.afterRecord();
@@ -416,7 +417,7 @@ export class V2Hub {
     if (m.value === null) return;
     const d = decodeEntryRecord(m.value);
     if (!d.ok) return this.afterRecord();
-    const r = d.record;
+    const r = withBlockRef(d.record, m.headers);
     this.counts.entries++;
     if (r.slot > this.newest) this.newest = r.slot;
     this.entryUpdate.record = r;
@@ -596,6 +597,7 @@ export class V2Hub {
             key: m.key,
             value: m.value,
             timestamp: m.timestamp,
+            headers: m.headers,
           })),
         ),
     });

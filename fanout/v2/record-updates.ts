@@ -61,14 +61,14 @@ export function matchRaw<S extends MatchTarget>(index: FilterIndex<S>, r: EntryR
 }
 
 /** The shared part of a DECODED transaction update (`key` is the record's key: its first signature). */
-export function txShared(nowMs: number, cursor: Buffer, key: Buffer | null, r: { slot: bigint; message: Buffer; observedAtMs: number }, loaded: Buffer | null): Buffer {
+export function txShared(nowMs: number, cursor: Buffer, key: Buffer | null, r: Pick<TxRecord, 'slot' | 'message' | 'observedAtMs' | 'block'>, loaded: Buffer | null): Buffer {
   const signature = key !== null && key.length === SIGNATURE_SZ ? key : EMPTY;
-  return encodeTxShared(cursor, nowMs, { slot: r.slot, signature, decoded: r.message, raw: null, observedAtMs: r.observedAtMs, loaded });
+  return encodeTxShared(cursor, nowMs, { slot: r.slot, signature, decoded: r.message, raw: null, observedAtMs: r.observedAtMs, loaded, block: r.block });
 }
 
 /** The shared part of the RAW update of an entry record's transaction `i`. */
 export function rawShared(nowMs: number, cursor: Buffer, r: EntryRecord, i: number): Buffer {
-  return encodeTxShared(cursor, nowMs, { slot: r.slot, signature: r.signatures.subarray(i * SIGNATURE_SZ, (i + 1) * SIGNATURE_SZ), decoded: null, raw: r.txs[i]!.wire, observedAtMs: r.observedAtMs, loaded: null });
+  return encodeTxShared(cursor, nowMs, { slot: r.slot, signature: r.signatures.subarray(i * SIGNATURE_SZ, (i + 1) * SIGNATURE_SZ), decoded: null, raw: r.txs[i]!.wire, observedAtMs: r.observedAtMs, loaded: null, block: r.block });
 }
 
 /**

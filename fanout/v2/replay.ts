@@ -3,6 +3,7 @@ import { decodeEntryRecord } from '../../bus/topics/stream-entries';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeSlotStatusRecord, SlotStatusCode } from '../../bus/topics/stream-slot-status';
 import { decodeTxRecord } from '../../bus/topics/stream-transactions';
+import { withBlockRef } from '../../bus/topics/block-ref';
 import { encodeEntryShared, encodeLoadedAddresses, encodeSlotShared, SlotStatus } from '../../proto/wire-v2';
 import type { CompiledFilterSet } from '../filter/compile';
 import { FilterIndex } from '../filter/filter-index';
@@ -25,6 +26,8 @@ export interface ReplayRecord {
   key: Buffer | null;
   value: Buffer | null;
   timestamp: number;
+  /** The record's headers (the `blk` block reference, bus/topics/block-ref.ts). */
+  headers?: Record<string, Buffer>;
 }
 
 /** What a replay needs of its hub (hub.ts). */
@@ -230,7 +233,7 @@ export class Replay {
     const d = decodeTxRecord(r.value!);
     const s = this.target;
     if (!d.ok || d.record.slot < s.minSlot) return;
-    const rec = d.record;
+    const rec = withBlockRef(d.record, r.headers);
     const deliver = (lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null): void => {
       const { matches, loaded: l } = matchTx(this.index, this.src.resolver, rec, lookups, loaded, s.loadedMask !== 0);
       for (const x of matches) {
@@ -264,7 +267,7 @@ export class Replay {
     const d = decodeEntryRecord(rec.value!);
     const s = this.target;
     if (!d.ok || d.record.slot < s.minSlot) return;
-    const r = d.record;
+    const r = withBlockRef(d.record, rec.headers);
     if (s.entries) {
       const c = at();
       s.deliverEntry(encodeEntryShared(c, this.src.now(), r), c, true);

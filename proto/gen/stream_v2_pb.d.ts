@@ -350,6 +350,11 @@ export class Transaction extends jspb.Message {
   getObservedAt(): google_protobuf_timestamp_pb.Timestamp | undefined;
   setObservedAt(value?: google_protobuf_timestamp_pb.Timestamp): void;
 
+  hasBlock(): boolean;
+  clearBlock(): void;
+  getBlock(): BlockRef | undefined;
+  setBlock(value?: BlockRef): void;
+
   serializeBinary(): Uint8Array;
   toObject(includeInstance?: boolean): Transaction.AsObject;
   static toObject(includeInstance: boolean, msg: Transaction): Transaction.AsObject;
@@ -368,6 +373,45 @@ export namespace Transaction {
     raw: Uint8Array | string,
     loaded?: LoadedAddresses.AsObject,
     observedAt?: google_protobuf_timestamp_pb.Timestamp.AsObject,
+    block?: BlockRef.AsObject,
+  }
+}
+
+export class BlockRef extends jspb.Message {
+  getSlot(): number;
+  setSlot(value: number): void;
+
+  getParentSlot(): number;
+  setParentSlot(value: number): void;
+
+  getParentBlockId(): Uint8Array | string;
+  getParentBlockId_asU8(): Uint8Array;
+  getParentBlockId_asB64(): string;
+  setParentBlockId(value: Uint8Array | string): void;
+
+  getSource(): BlockRefSourceMap[keyof BlockRefSourceMap];
+  setSource(value: BlockRefSourceMap[keyof BlockRefSourceMap]): void;
+
+  getBatchFirstShred(): number;
+  setBatchFirstShred(value: number): void;
+
+  serializeBinary(): Uint8Array;
+  toObject(includeInstance?: boolean): BlockRef.AsObject;
+  static toObject(includeInstance: boolean, msg: BlockRef): BlockRef.AsObject;
+  static extensions: {[key: number]: jspb.ExtensionFieldInfo<jspb.Message>};
+  static extensionsBinary: {[key: number]: jspb.ExtensionFieldBinaryInfo<jspb.Message>};
+  static serializeBinaryToWriter(message: BlockRef, writer: jspb.BinaryWriter): void;
+  static deserializeBinary(bytes: Uint8Array): BlockRef;
+  static deserializeBinaryFromReader(message: BlockRef, reader: jspb.BinaryReader): BlockRef;
+}
+
+export namespace BlockRef {
+  export type AsObject = {
+    slot: number,
+    parentSlot: number,
+    parentBlockId: Uint8Array | string,
+    source: BlockRefSourceMap[keyof BlockRefSourceMap],
+    batchFirstShred: number,
   }
 }
 
@@ -591,6 +635,11 @@ export class Entry extends jspb.Message {
   getObservedAt(): google_protobuf_timestamp_pb.Timestamp | undefined;
   setObservedAt(value?: google_protobuf_timestamp_pb.Timestamp): void;
 
+  hasBlock(): boolean;
+  clearBlock(): void;
+  getBlock(): BlockRef | undefined;
+  setBlock(value?: BlockRef): void;
+
   serializeBinary(): Uint8Array;
   toObject(includeInstance?: boolean): Entry.AsObject;
   static toObject(includeInstance: boolean, msg: Entry): Entry.AsObject;
@@ -614,6 +663,7 @@ export namespace Entry {
     batchFirstShred: number,
     indexInBatch: number,
     observedAt?: google_protobuf_timestamp_pb.Timestamp.AsObject,
+    block?: BlockRef.AsObject,
   }
 }
 
@@ -925,6 +975,14 @@ export interface TransactionEncodingMap {
 }
 
 export const TransactionEncoding: TransactionEncodingMap;
+
+export interface BlockRefSourceMap {
+  BLOCK_REF_SOURCE_SHRED: 0;
+  BLOCK_REF_SOURCE_HEADER: 1;
+  BLOCK_REF_SOURCE_UPDATE_PARENT: 2;
+}
+
+export const BlockRefSource: BlockRefSourceMap;
 
 export interface SlotStatusMap {
   SLOT_STATUS_UNSPECIFIED: 0;

@@ -73,15 +73,21 @@ function v1Txs(): Buffer[] {
     .map((t) => Buffer.from(t.hex, 'hex'));
 }
 
-function makeStream(seed: Buffer, v1Share = 0, alpenglow = false): Stream {
+/**
+ * `shape` 'real': each block as its era makes it — tower-era with its 64 ticks (12,500 hashes) among the entries,
+ * Alpenglow with entries of one hash and no tick but the final one — over `batchesPerSlot` batches a slot.
+ */
+function makeStream(seed: Buffer, v1Share = 0, alpenglow = false, batchesPerSlot = BATCHES_PER_SLOT, shape: 'bench' | 'real' = 'bench'): Stream {
+  const slots = Math.max(1, Math.round((SLOTS * BATCHES_PER_SLOT) / batchesPerSlot));
   const txs = fixtureTxs();
   const v1 = v1Txs();
   const pick = (rand: () => number): Buffer => (rand() < v1Share ? v1[Math.floor(rand() * v1.length)]! : txs[Math.floor(rand() * txs.length)]!);
   const rand = rng(7);
   const out: Stream = { packets: [], batchStarts: [], transactions: 0, sets: 0 };
   let chainedRoot: Buffer = Buffer.alloc(32);
-  for (let s = 0; s < SLOTS; s++) {
+  for (let s = 0; s < slots; s++) {
     let fec = 0;
+    let ticks = 0;
     const component = (bytes: Buffer, lastInSlot: boolean): void => {
       const r = shredBatch(bytes, { slot: FIRST_SLOT + s, parentOffset: 1, shredVersion: SHRED_VERSION, fecSetIndexStart: fec, chainedRoot, leaderSeed32: seed, lastInSlot });
       out.batchStarts.push(out.packets.length);
@@ -91,15 +97,22 @@ function makeStream(seed: Buffer, v1Share = 0, alpenglow = false): Stream {
       fec = r.nextFecSetIndex;
     };
     if (alpenglow) component(encodeBlockMarker({ kind: 'header', byteLen: 0, parentSlot: BigInt(FIRST_SLOT + s - 1), parentBlockId: Buffer.alloc(32, 1) }), false);
-    for (let b = 0; b < BATCHES_PER_SLOT; b++) {
+    for (let b = 0; b < batchesPerSlot; b++) {
       // 20–80 entries of 0–3 transactions: one to three sets per batch, like a busy mainnet slot's batches.
       const entries = Array.from({ length: 20 + Math.floor(rand() * 60) }, () => ({
-        numHashes: 12_500n,
+        numHashes: shape === 'real' && alpenglow ? 1n : 12_500n,
         hash: crypto.createHash('sha256').update(String(rand())).digest(),
-        txs: Array.from({ length: Math.floor(rand() * 4) }, () => pick(rand)),
+        // 'real': every entry with transactions (an entry without any is a tick, and each era has its own ticks).
+        txs: Array.from({ length: shape === 'real' ? 1 + Math.floor(rand() * 3) : Math.floor(rand() * 4) }, () => pick(rand)),
       }));
+      if (shape === 'real' && !alpenglow) {
+        // The slot's 64 ticks spread over its batches, the last batch ending with the last tick.
+        const due = Math.round(((b + 1) * 64) / batchesPerSlot);
+        for (; ticks < due; ticks++) entries.splice(Math.floor(((ticks % 3) + 1) * (entries.length / 4)), 0, { numHashes: 12_500n, hash: crypto.createHash('sha256').update(`t${s}.${ticks}`).digest(), txs: [] });
+        if (b === batchesPerSlot - 1) entries.push({ numHashes: 12_500n, hash: Buffer.alloc(32, 4), txs: [] });
+      }
       out.transactions += entries.reduce((n, e) => n + e.txs.length, 0);
-      component(encodeEntryBatch(entries), !alpenglow && b === BATCHES_PER_SLOT - 1);
+      component(encodeEntryBatch(entries), !alpenglow && b === batchesPerSlot - 1);
     }
     if (alpenglow) {
       component(encodeBlockMarker({ kind: 'footer', byteLen: 0, bankHash: Buffer.alloc(32, 2), producerTimeNanos: 1n, userAgent: Buffer.from('bench'), finalCert: null, skipRewardCert: null, notarRewardCert: null }), false);
@@ -250,7 +263,22 @@ export async function benchIngest(): Promise<BenchResult[]> {
   }
   const bestOf = (rows: BenchResult[], re: RegExp, k: string): number => Math.max(...rows.filter((r) => re.test(r.case)).map((r) => Number(r.figures[k])));
   ag[1]!.note = `${alpen.packets.length} shreds (${alpen.sets} sets: +3 components a slot) for the same ${alpen.transactions} transactions; best-of-2 ratios Alpenglow / tower: txs/s ${(bestOf(ag, /Alpenglow/, 'txs_per_s') / bestOf(ag, /tower-era/, 'txs_per_s')).toFixed(3)}, shreds/s ${(bestOf(ag, /Alpenglow/, 'shreds_per_s') / bestOf(ag, /tower-era/, 'shreds_per_s')).toFixed(3)}`;
-  return [...results, ...pairs, ...ag, ...decodeBench()];
+  // Each era's blocks as their producers make them and sized like mainnet's (24 batches a slot, ~40-70 FEC sets): the
+  // tower-era stream with its 64 ticks, the Alpenglow one with its markers and one tick; the same transactions.
+  const REAL_BATCHES = 24;
+  const towerReal = makeStream(seed, 0, false, REAL_BATCHES, 'real');
+  const alpenReal = makeStream(seed, 0, true, REAL_BATCHES, 'real');
+  throughput('warm-up', towerReal, leader, 0);
+  throughput('warm-up', alpenReal, leader, 0);
+  const real: BenchResult[] = [];
+  for (let i = 0; i < 4; i++) {
+    real.push(throughput(`throughput: tower-era blocks as made, mainnet-sized slots (reference, pass ${i + 1})`, towerReal, leader, 0));
+    real.push(throughput(`throughput: Alpenglow blocks as made, mainnet-sized slots (pass ${i + 1})`, alpenReal, leader, 0));
+  }
+  // On a shared machine the wall-clock rates swing with the CPU share each pass got: per CPU-second too.
+  const perCpu = (re: RegExp, k: string): number => real.filter((r) => re.test(r.case)).reduce((n, r) => n + Number(r.figures[k]) / (Number(r.figures.cpu_pct) / 100), 0);
+  real[1]!.note = `${REAL_BATCHES} batches a slot: tower ${towerReal.packets.length} shreds / ${towerReal.sets} sets, Alpenglow ${alpenReal.packets.length} shreds / ${alpenReal.sets} sets, ${alpenReal.transactions} transactions each; ratios Alpenglow / tower, best of 4 wall-clock: txs/s ${(bestOf(real, /Alpenglow/, 'txs_per_s') / bestOf(real, /tower-era/, 'txs_per_s')).toFixed(3)}, shreds/s ${(bestOf(real, /Alpenglow/, 'shreds_per_s') / bestOf(real, /tower-era/, 'shreds_per_s')).toFixed(3)}; per CPU-second over the 4 passes: txs ${(perCpu(/Alpenglow/, 'txs_per_s') / perCpu(/tower-era/, 'txs_per_s')).toFixed(3)}, shreds ${(perCpu(/Alpenglow/, 'shreds_per_s') / perCpu(/tower-era/, 'shreds_per_s')).toFixed(3)}`;
+  return [...results, ...pairs, ...ag, ...real, ...decodeBench()];
 }
 
 if (require.main === module) {

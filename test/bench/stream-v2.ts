@@ -9,6 +9,7 @@ import { TopicTag } from '../../fanout/v2/cursor';
 import { encodeEntryRecord } from '../../bus/topics/stream-entries';
 import { makeTx, quietLog, testConfig, testKey, testKey58, txRecord, uniqueTopics } from '../fanout/support';
 import type { BenchResult } from './stats';
+import { BLOCK_REF_HEADER, BlockRefSource, encodeBlockRef } from '../../bus/topics/block-ref';
 
 // v2's server-side cost per delivered message beside v1's, in the same run, at the hub (no sockets: the transport's
 // cost is the same for both and is measured by the fanout-raw bench): 200 streams with one filter each, every
@@ -33,6 +34,9 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   const key = testKey(1, 99);
   const txs = Array.from({ length: RECORDS }, () => makeTx({ keys: [key, testKey(2, 99)], slot: 9n }));
   const msgs: BusMessage[] = txs.map((t, i) => ({ topic: topics.transactions, partition: 0, offset: String(i), ...txRecord(t), headers: {}, timestamp: Date.now() }) as BusMessage);
+  // The same records with the block each belongs to (the `blk` header ingest writes on Alpenglow blocks: v2 adds a
+  // BlockRef to every Transaction, v1 de-duplicates by signature and block), one header value per 4 records.
+  const msgsB: BusMessage[] = msgs.map((m, i) => ({ ...m, headers: { [BLOCK_REF_HEADER]: encodeBlockRef({ source: BlockRefSource.header, batchFirstShred: 32 * Math.floor(i / 4), parentSlot: 8n, parentBlockId: Buffer.alloc(32, 5) }) } }));
   const bus = new EmbeddedBus({ log: quietLog(), maxMessagesPerPartition: 1_000_000 });
   await bus.createTopics([
     { name: topics.transactions, partitions: 1, compacted: false },
@@ -40,6 +44,10 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   ]);
   const resources = streamResources(cfg);
   const v1 = new Fanout(cfg, framedEncoder(wireEncoder), quietLog(), Date.now, undefined, resources);
+  const v1k = new Fanout(cfg, framedEncoder(wireEncoder), quietLog(), Date.now, undefined, resources);
+  const v1kFeed = new StreamFeed(cfg.topics, cfg.dedupeWindow, v1k, undefined, undefined).onBatch;
+  const v2b = new V2Hub(cfg, { bus, ...resources, log: quietLog() });
+  v2b.init(new Map([[0, '0']]), new Map([[0, '0']]), new Map([[0, '0']]));
   // v1 as the server feeds it: de-duplicated and decoded by the stream feed.
   const v1Feed = new StreamFeed(cfg.topics, cfg.dedupeWindow, v1, undefined, undefined).onBatch;
   const v2 = new V2Hub(cfg, { bus, ...resources, log: quietLog() });
@@ -76,6 +84,13 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
     if ('code' in s2) throw new Error(s2.details);
     s2.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'default', matchLoaded: false } } } });
     s2.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
+    const s1b = v1k.open({ ...sink });
+    if ('code' in s1b) throw new Error(s1b.details);
+    s1b.handle({ filters: [['a', spec]], pingId: undefined, newSeenSlots: undefined });
+    const s2b = v2b.open({ ...sink }, undefined, undefined);
+    if ('code' in s2b) throw new Error(s2b.details);
+    s2b.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'default', matchLoaded: false } } } });
+    s2b.handle({ start: { from: undefined, lagPolicy: 'close', raw: false, slots: false } });
     const s3 = gz.open({ ...sink }, undefined, undefined, 'gzip');
     if ('code' in s3) throw new Error(s3.details);
     s3.handle({ add: { id: 'a', spec: { ...spec, options: { encoding: 'default', matchLoaded: false } } } });
@@ -90,11 +105,15 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
   v1Feed(msgs.slice(0, warm));
   for (const m of msgs.slice(0, warm)) v2.onTransaction(m);
   for (const m of msgs.slice(0, warm)) gz.onTransaction(m);
+  for (const m of msgsB.slice(0, warm)) v2b.onTransaction(m);
+  v1kFeed(msgsB.slice(0, warm));
   for (const m of entryMsgs.slice(0, warm / PER_ENTRY)) v2r.onEntry(m);
   let us1 = 0;
   let us2 = 0;
   let us3 = 0;
   let us4 = 0;
+  let us5 = 0;
+  let us6 = 0;
   for (let i = warm; i < RECORDS; i += 500) {
     const chunk = msgs.slice(i, i + 500);
     us1 += cpuUs(() => v1Feed(chunk));
@@ -104,6 +123,11 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
     us3 += cpuUs(() => {
       for (const m of chunk) gz.onTransaction(m);
     });
+    const bchunk = msgsB.slice(i, i + 500);
+    us5 += cpuUs(() => {
+      for (const m of bchunk) v2b.onTransaction(m);
+    });
+    us6 += cpuUs(() => v1kFeed(bchunk));
     const echunk = entryMsgs.slice(i / PER_ENTRY, (i + 500) / PER_ENTRY);
     us4 += cpuUs(() => {
       for (const m of echunk) v2r.onEntry(m);
@@ -129,8 +153,16 @@ export async function benchStreamV2(): Promise<BenchResult[]> {
       figures: { v2_raw_us: +(us4 / delivered).toFixed(3), v2_decoded_us: +(us2 / delivered).toFixed(3), ratio: +(us4 / us2).toFixed(2) },
       note: 'RAW updates of one entry but its last carry the cursor before the record: two shared parts per transaction at most',
     },
+    {
+      bench: 'stream-v2',
+      case: `block ids: hub CPU per delivered message with each record's block (blk header) beside without, ${STREAMS} streams`,
+      figures: { v2_with_block_us: +(us5 / delivered).toFixed(3), v2_us: +(us2 / delivered).toFixed(3), v2_ratio: +(us5 / us2).toFixed(3), v1_with_block_us: +(us6 / delivered).toFixed(3), v1_us: +(us1 / delivered).toFixed(3), v1_ratio: +(us6 / us1).toFixed(3) },
+      note: 'v2: one BlockRef encoded into each record\'s shared part (per record, not per stream); v1: the dedupe key grows from the signature to signature ‖ slot ‖ batch first shred',
+    },
   ];
   gz.close();
+  v1k.close();
+  v2b.close();
   // Replay: the same records on the bus, one stream replaying them from offset 0, beside live delivery to one stream.
   await bus.produce(topics.transactions, txs.map((t) => txRecord(t)));
   v1.close();

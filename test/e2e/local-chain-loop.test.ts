@@ -10,6 +10,7 @@ import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
 import { sendSlotShreds } from './support';
 import { launchOneMachine } from '../support/one-machine';
+import { blockFormatsFor } from '../support/block-formats';
 
 // The whole loop on one machine: a transfer sent to the local chain is executed, lands in its block, is shredded
 // to ingest (leader-signature check on, schedule from the chain's RPC), published on the bus, and delivered to a
@@ -23,8 +24,8 @@ function signatureDrops(): number {
   return m === null ? 0 : Number(m[1]);
 }
 
-for (const busKind of ['embedded', 'kafka'] as const) {
-  describe(`one machine, ${busKind} bus: sendTransaction → chain → shreds → ingest → bus → fanout → subscriber`, function () {
+for (const busKind of ['embedded', 'kafka'] as const) for (const format of blockFormatsFor(busKind)) {
+  describe(`one machine, ${busKind} bus, ${format} blocks: sendTransaction → chain → shreds → ingest → bus → fanout → subscriber`, function () {
     this.timeout(240_000);
     let running: Running | undefined;
     const clients: StreamClient[] = [];
@@ -35,7 +36,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
 
     it('delivers the executed transfer to a subscriber filtering on its sender, and drops an impostor leader\'s slot', async () => {
       const { log, lines } = quietLog();
-      running = await launchOneMachine({ bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded', log });
+      running = await launchOneMachine({ bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded', log, blockFormat: format });
       const e = running.endpoints;
       assert.match(e.chain?.http ?? '', /^http:\/\/127\.0\.0\.1:\d+/);
       assert.match(e.chain?.ws ?? '', /^ws:\/\/127\.0\.0\.1:\d+/);

@@ -7,6 +7,7 @@ import { balance, chainClient, latestBlockhash, sendTx, transfer, waitConfirmed 
 import { quietLog } from '../support/log-capture';
 import { StreamClient } from '../support/stream-client';
 import { launchOneMachine } from '../support/one-machine';
+import { blockFormatsFor } from '../support/block-formats';
 
 // The local chain's litesvm (1.4.1 in the lock; 1.5.0 too, checked on both) executes v1 transactions
 // (checked here, not assumed): a v1 transfer sent to the chain's sendTransaction executes, lands in its block, is
@@ -30,7 +31,7 @@ function v1Transfer(from: Keypair, to: Buffer, lamports: bigint, blockhash: Buff
   return { tx: encodeV1Transaction(msg, [sig]), signature: bs58.encode(sig) };
 }
 
-describe('local chain: a v1 transaction runs the whole loop (sendTransaction → litesvm → shreds → ingest → fanout)', function () {
+for (const format of blockFormatsFor('embedded')) describe(`local chain, ${format} blocks: a v1 transaction runs the whole loop (sendTransaction → litesvm → shreds → ingest → fanout)`, function () {
   this.timeout(120_000);
   let running: Running | undefined;
   const clients: StreamClient[] = [];
@@ -41,7 +42,7 @@ describe('local chain: a v1 transaction runs the whole loop (sendTransaction →
 
   it('executes a v1 transfer, lists it in its block and streams it as v1', async () => {
     const { log } = quietLog();
-    running = await launchOneMachine({ bus: 'embedded', log });
+    running = await launchOneMachine({ bus: 'embedded', log, blockFormat: format });
     const e = running.endpoints;
     const { call, payer } = chainClient(e);
     const sender = randomKeypair();

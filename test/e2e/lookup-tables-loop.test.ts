@@ -10,6 +10,7 @@ import { quietLog } from '../support/log-capture';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
 import { launchOneMachine } from '../support/one-machine';
+import { blockFormatsFor } from '../support/block-formats';
 
 // The whole loop with lookup tables: the demo traffic makes a real table on the local chain and sends v0
 // transfers naming their recipient only through it; they are shredded to ingest, published, and a v1 subscriber
@@ -18,7 +19,8 @@ import { launchOneMachine } from '../support/one-machine';
 
 const randomTip = (): string => bs58.encode(randomKeypair().publicKey);
 
-for (const carrier of ['chain', 'submit'] as const) describe(`one machine (demo sent via the ${carrier}): demo v0 traffic through a lookup table → chain → shreds → ingest → bus → fanout (matchV1) → subscriber`, function () {
+// Tower-era blocks once more with the chain carrier only (blockFormatsFor: the format is the chain's and ingest's business).
+for (const carrier of ['chain', 'submit'] as const) for (const format of carrier === 'chain' ? blockFormatsFor('embedded') : blockFormatsFor('kafka')) describe(`one machine (demo sent via the ${carrier}, ${format} blocks): demo v0 traffic through a lookup table → chain → shreds → ingest → bus → fanout (matchV1) → subscriber`, function () {
   this.timeout(240_000);
   let running: Running | undefined;
   const clients: StreamClient[] = [];
@@ -39,6 +41,7 @@ for (const carrier of ['chain', 'submit'] as const) describe(`one machine (demo 
     running = await launchOneMachine({
       bus: 'embedded',
       log,
+      blockFormat: format,
       config: { ...submit, fanout: { lookupTables: { matchV1: true } }, demo: { enabled: true, txPerSec: 20, accounts: 2, lookupTable: true } },
     });
     const e = running.endpoints;

@@ -7,6 +7,9 @@ import { kafkaBrokers } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
 import { waitFor } from '../support/wait';
 import { launchOneMachine } from '../support/one-machine';
+import bs58 from 'bs58';
+import { jsonRpc } from '../../infra/base/json-rpc';
+import { blockFormatsFor } from '../support/block-formats';
 
 // The local chain end to end, with demo traffic: its leader shreds every slot to ingest (leader-signature check on), ingest derives
 // first shred / completed / decoded from the shreds and takes processed / confirmed / finalized from the chain's
@@ -51,8 +54,39 @@ function assertOnceInOrder(us: readonly SubscribeUpdate[]): void {
   }
 }
 
-for (const busKind of ['embedded', 'kafka'] as const) {
-  describe(`slot statuses end to end on the local chain, ${busKind} bus`, function () {
+/**
+ * Alpenglow: every SLOT_DECODED names the block the chain made — the id the chain's shredder computed, the parent's
+ * id, and the footer (the chain's user agent; its bank hash is the block's blockhash, see shred-sender.ts). Tower-era
+ * blocks have no identity.
+ */
+async function assertBlockIdentities(running: Running, format: string, us: readonly SubscribeUpdate[]): Promise<void> {
+  const decoded = us.filter((u) => u.hasSlot() && u.getSlot()!.getStatus() === SlotStatus.SLOT_DECODED).map((u) => u.getSlot()!);
+  assert.ok(decoded.length >= 4);
+  const chain = running.localChain!;
+  assert.equal(chain.blockFormat, format);
+  const call = jsonRpc(running.endpoints.chain!.http);
+  for (const d of decoded) {
+    if (format === 'tower') {
+      assert.equal(d.hasBlock(), false, `slot ${d.getSlot()}: a tower-era block has no identity`);
+      continue;
+    }
+    const b = d.getBlock();
+    assert.ok(b !== undefined, `slot ${d.getSlot()}: DECODED without its block identity`);
+    const want = chain.blockId(d.getSlot());
+    assert.ok(want !== undefined, `slot ${d.getSlot()}: the chain shredded it`);
+    assert.equal(Buffer.from(b.getBlockId_asU8()).toString('hex'), want.toString('hex'), `slot ${d.getSlot()}: the block id announced is the chain's`);
+    assert.equal(b.getParentSlot(), d.getSlot() - 1);
+    const parentId = chain.blockId(d.getSlot() - 1);
+    if (parentId !== undefined) assert.equal(Buffer.from(b.getParentBlockId_asU8()).toString('hex'), parentId.toString('hex'), 'the parent block id is the chain\u2019s');
+    assert.equal(Buffer.from(b.getFooter()!.getUserAgent_asU8()).toString(), 'meridian-localchain');
+    const block = await call<{ blockhash: string }>('getBlock', [d.getSlot(), { transactionDetails: 'none', rewards: false, commitment: 'confirmed' }]);
+    assert.equal(bs58.encode(b.getFooter()!.getBankHash_asU8()), block.blockhash, `slot ${d.getSlot()}: the footer's bank hash is the block's blockhash`);
+    assert.equal(b.hasUpdateParent(), false, 'no UpdateParent unless localchain.updateParentEvery asks');
+  }
+}
+
+for (const busKind of ['embedded', 'kafka'] as const) for (const format of blockFormatsFor(busKind)) {
+  describe(`slot statuses end to end on the local chain, ${busKind} bus, ${format} blocks`, function () {
     this.timeout(240_000);
     let running: Running | undefined;
     const clients: V2Client[] = [];
@@ -66,6 +100,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
       running = await launchOneMachine({
         bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded',
         log,
+        blockFormat: format,
         // Demo transfers: slots of several entry batches (flushed mid-slot), not only the final tick batch.
         config: { localchain: { slotMs: 400 }, demo: { enabled: true, txPerSec: 50 } },
       });
@@ -78,6 +113,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
         throw new Error(`${String(e)}; got ${JSON.stringify([...bySlot(slotUpdates(a.updates))].slice(-12))}`);
       });
       assertOnceInOrder(a.updates);
+      await assertBlockIdentities(running, format, a.updates);
       const full = fullSlots(a.updates);
       // The ladder is the rule, not the luck of one slot: most slots seen from their first shred on get all of it.
       const started = [...bySlot(slotUpdates(a.updates))].filter(([, sts]) => sts[0] === SlotStatus.SLOT_FIRST_SHRED_RECEIVED).map(([s]) => s);

@@ -7,6 +7,7 @@ import { kafkaBrokers } from '../support/kafka';
 import { quietLog } from '../support/log-capture';
 import { seqsContiguous, V2Client } from '../fanout/v2/client';
 import { launchOneMachine } from '../support/one-machine';
+import { blockFormatsFor } from '../support/block-formats';
 
 // The whole loop for stream v2's entries and RAW bytes: a transfer sent to the local chain is executed, shredded to
 // ingest, published on stream.transactions and stream.entries, and a v2 client gets its Entry, its RAW bytes (equal
@@ -14,8 +15,8 @@ import { launchOneMachine } from '../support/one-machine';
 // once on a real Kafka broker (the default topic names: the filters name a fresh key, and only entries holding the
 // transfer are looked at).
 
-for (const busKind of ['embedded', 'kafka'] as const) {
-  describe(`one machine, ${busKind} bus: chain → shreds → ingest → stream.entries → v2 Entry and RAW`, function () {
+for (const busKind of ['embedded', 'kafka'] as const) for (const format of blockFormatsFor(busKind)) {
+  describe(`one machine, ${busKind} bus, ${format} blocks: chain → shreds → ingest → stream.entries → v2 Entry and RAW`, function () {
     this.timeout(240_000);
     let running: Running | undefined;
     const clients: V2Client[] = [];
@@ -26,7 +27,7 @@ for (const busKind of ['embedded', 'kafka'] as const) {
 
     it("the transfer's Entry, RAW bytes equal to getTransaction base64, and its DECODED form", async () => {
       const { log } = quietLog();
-      running = await launchOneMachine({ bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded', log });
+      running = await launchOneMachine({ bus: busKind === 'kafka' ? await kafkaBrokers() : 'embedded', log, blockFormat: format });
       const e = running.endpoints;
       const { call, payer } = chainClient(e);
       const recipient = randomKeypair();

@@ -15,6 +15,8 @@ export interface OneMachine {
   log: Log;
   /** Default true. */
   localchain?: boolean;
+  /** The local chain's localchain.blockFormat (default: the chain's, Alpenglow). */
+  blockFormat?: 'alpenglow' | 'tower';
   /** More config: each section merged over the defaults above. */
   config?: Record<string, Section>;
 }
@@ -26,7 +28,7 @@ export function oneMachineConfig(o: Omit<OneMachine, 'log'>): ReturnType<typeof 
     admin: { enabled: false },
     ingest: { listen: '127.0.0.1:0' },
     fanout: { listen: '127.0.0.1:0' },
-    ...(o.localchain === false ? {} : { localchain: { enabled: true, listen: '127.0.0.1:0' } }),
+    ...(o.localchain === false ? {} : { localchain: { enabled: true, listen: '127.0.0.1:0', ...(o.blockFormat === undefined ? {} : { blockFormat: o.blockFormat }) } }),
   };
   for (const [k, v] of Object.entries(o.config ?? {})) base[k] = { ...base[k], ...v };
   return parseConfig(base);

@@ -19,6 +19,19 @@ import { nodeError, type TxError } from './tx-error';
 // LAST_IN_SLOT, the block freezes, and the next slot starts. The only leader is the node's identity.
 // Commitment: processed = executed in the working slot; confirmed and finalized = its block frozen (one node,
 // nobody else votes, every frozen block is rooted).
+//
+// blockFormat 'alpenglow' (the default): PoH in Alpenglow's low-power mode, as Agave's replay requires of an
+// Alpenglow block (blockstore_processor.rs verify_ticks: every entry num_hashes 1, one tick, at the very end): no
+// ticks between the transactions, the block's one tick made at its end, whose hash is the blockhash. 'tower': the
+// tower-era PoH, ticksPerSlot ticks of hashesPerTick hashes with the entries between them.
+//
+// updateParentEvery = N > 0 (Alpenglow): the first slot of every Nth leader window is a fast leader handover
+// (SIMD-0337). Its block starts on an abandoned version of the parent (shred-sender.ts); at half the slot the
+// leader sends an UpdateParent naming the real parent and the bank restarts from the parent (PoH from the parent's
+// blockhash), so everything recorded before it is discarded by the chain. Before the UpdateParent the block holds
+// the transactions that arrived so far and one transfer the node signs but never executes (a discarded transaction
+// that never comes back); after it, the same transactions again (re-included: each was executed once, into this
+// slot, and getBlock lists it once), then the rest of the slot.
 
 export interface ChainParams {
   slotMs: number;
@@ -31,6 +44,20 @@ export interface ChainParams {
   ledgerTransactions: number;
   log?: Log;
   identitySeed?: Buffer;
+  /** Default 'tower' here; the local chain's config defaults to 'alpenglow'. */
+  blockFormat?: 'tower' | 'alpenglow';
+  /** Alpenglow: an UpdateParent in the first slot of every Nth leader window; 0 = never. */
+  updateParentEvery?: number;
+}
+
+/** Agave's NUM_CONSECUTIVE_LEADER_SLOTS: an UpdateParent is valid in a leader window's first slot only. */
+const LEADER_WINDOW = 4;
+
+interface Handover {
+  /** The chain's own transfer that is recorded before the UpdateParent and never executed (null once recorded). */
+  discard: { raw: Buffer; signatures: Buffer[] } | null;
+  /** Transactions recorded before the UpdateParent: recorded again after it. */
+  prefix: TxRecord[];
 }
 
 /** Entries hold at most this many transactions (the banking stage's batch size). */
@@ -94,6 +121,11 @@ export class Chain extends EventEmitter<ChainEvents> {
   private flushTimer: NodeJS.Timeout | undefined;
   private nextSlotAt = 0;
   private closed = false;
+  /** The PoH hash the working slot started from (its parent's blockhash). */
+  private slotStartHash: Buffer;
+  private handover: Handover | null = null;
+  /** Slots made as a handover (an UpdateParent in their block), the last 256. */
+  readonly handoverSlots: number[] = [];
 
   constructor(p: ChainParams) {
     super();
@@ -108,6 +140,11 @@ export class Chain extends EventEmitter<ChainEvents> {
     this.bank.fund(this.payer.publicKey, p.faucetLamports);
     this.bank.fund(this.faucet.publicKey, FAUCET_LAMPORTS);
     this.poh = new Poh(this.genesisHash, p.hashesPerTick);
+    this.slotStartHash = this.genesisHash;
+  }
+
+  get alpenglow(): boolean {
+    return this.p.blockFormat === 'alpenglow';
   }
 
   get identityB58(): string {
@@ -225,42 +262,80 @@ export class Chain extends EventEmitter<ChainEvents> {
     return this.p.slotMs / this.p.ticksPerSlot;
   }
 
+  /** Records pending transactions due by `tick` into entries (non-conflicting groups of up to 64) appended to `out`. */
+  private recordPending(tick: number, out: PohEntry[], recorded?: TxRecord[]): void {
+    let i = 0;
+    while (i < this.pending.length && this.pending[i]!.tick <= tick) {
+      const group: TxRecord[] = [];
+      const written = new Set<string>();
+      const touched = new Set<string>();
+      while (i < this.pending.length && this.pending[i]!.tick <= tick && group.length < MAX_TXS_PER_ENTRY) {
+        const r = this.pending[i]!.record;
+        // Transactions of one entry must not conflict (replay runs them in parallel).
+        if (r.keys.some((k, j) => written.has(k) || (r.writable[j] === true && touched.has(k)))) break;
+        r.keys.forEach((k, j) => { touched.add(k); if (r.writable[j] === true) written.add(k); });
+        group.push(r);
+        i++;
+      }
+      out.push(this.poh.record(group.map((r) => r.raw), group.flatMap((r) => r.tx.signatures)));
+      recorded?.push(...group);
+      this.txEntries++;
+      this.maxPerEntry = Math.max(this.maxPerEntry, group.length);
+    }
+    this.pending.splice(0, i);
+  }
+
+  private shred(entries: PohEntry[], referenceTick: number, final: boolean): void {
+    if (this.shredder === null || (entries.length === 0 && !final)) return;
+    try {
+      this.shredder.send(this.slot, this.parent, entries, referenceTick, final);
+    } catch (e) {
+      this.p.log?.warn({ err: e, slot: this.slot }, 'local chain: shredding failed');
+    }
+  }
+
   /** Records pending transactions into entries between the ticks that are due, then shreds the batch. */
   private flush(final: boolean): PohEntry[] {
+    if (this.alpenglow) return this.flushAlpenglow(final);
     const due = final ? this.p.ticksPerSlot : Math.min(this.p.ticksPerSlot - 1, Math.floor((Date.now() - this.slotStartMs) / this.tickMs()));
     const entries: PohEntry[] = [];
-    let i = 0;
-    const recordUpTo = (tick: number): void => {
-      while (i < this.pending.length && this.pending[i]!.tick <= tick) {
-        const group: TxRecord[] = [];
-        const written = new Set<string>();
-        const touched = new Set<string>();
-        while (i < this.pending.length && this.pending[i]!.tick <= tick && group.length < MAX_TXS_PER_ENTRY) {
-          const r = this.pending[i]!.record;
-          // Transactions of one entry must not conflict (replay runs them in parallel).
-          if (r.keys.some((k, j) => written.has(k) || (r.writable[j] === true && touched.has(k)))) break;
-          r.keys.forEach((k, j) => { touched.add(k); if (r.writable[j] === true) written.add(k); });
-          group.push(r);
-          i++;
-        }
-        entries.push(this.poh.record(group.map((r) => r.raw), group.flatMap((r) => r.tx.signatures)));
-        this.txEntries++;
-        this.maxPerEntry = Math.max(this.maxPerEntry, group.length);
-      }
-    };
     while (this.poh.ticks < due) {
-      recordUpTo(this.poh.ticks);
+      this.recordPending(this.poh.ticks, entries);
       entries.push(this.poh.tick());
     }
-    recordUpTo(Number.MAX_SAFE_INTEGER);
-    this.pending = [];
-    if (this.shredder !== null && (entries.length > 0 || final)) {
-      try {
-        this.shredder.send(this.slot, this.parent, entries, this.poh.ticks, final);
-      } catch (e) {
-        this.p.log?.warn({ err: e, slot: this.slot }, 'local chain: shredding failed');
-      }
+    this.recordPending(Number.MAX_SAFE_INTEGER, entries);
+    this.shred(entries, this.poh.ticks, final);
+    return entries;
+  }
+
+  /** Low-power PoH: transaction entries only, and at the slot's end its one tick (see the header). */
+  private flushAlpenglow(final: boolean): PohEntry[] {
+    const elapsed = Date.now() - this.slotStartMs;
+    const referenceTick = Math.min(this.p.ticksPerSlot - 1, Math.floor(elapsed / this.tickMs()));
+    const h = this.handover;
+    const entries: PohEntry[] = [];
+    if (h !== null && h.discard !== null) {
+      entries.push(this.poh.record([h.discard.raw], h.discard.signatures));
+      h.discard = null;
     }
+    if (h !== null && (final || elapsed >= this.p.slotMs / 2)) {
+      // The handover: the abandoned bank's last entries, the UpdateParent, a new bank from the parent's blockhash.
+      this.shred(entries, referenceTick, false);
+      entries.length = 0;
+      try {
+        this.shredder?.updateParent(this.slot, this.parent, referenceTick);
+      } catch (e) {
+        this.p.log?.warn({ err: e, slot: this.slot }, 'local chain: UpdateParent failed');
+      }
+      this.poh.reset(this.slotStartHash);
+      this.pending = [...h.prefix.map((record) => ({ record, tick: 0 })), ...this.pending];
+      this.txEntries = 0;
+      this.maxPerEntry = 0;
+      this.handover = null;
+    }
+    this.recordPending(Number.MAX_SAFE_INTEGER, entries, this.handover?.prefix);
+    if (final) entries.push(this.poh.finalTick());
+    this.shred(entries, referenceTick, final);
     return entries;
   }
 
@@ -299,6 +374,16 @@ export class Chain extends EventEmitter<ChainEvents> {
     if (this.nextShredder !== null) {
       this.shredder = this.nextShredder;
       this.nextShredder = null;
+    }
+    this.slotStartHash = Buffer.from(this.poh.current());
+    const every = this.p.updateParentEvery ?? 0;
+    if (this.alpenglow && every > 0 && this.shredder !== null && this.slot % LEADER_WINDOW === 0 && (this.slot / LEADER_WINDOW) % every === 0) {
+      const raw = transferTx(this.faucet, crypto.randomBytes(32), 1n, Buffer.from(bs58.decode(this.ledger.latest!.blockhash)));
+      const d = decodeTransaction(raw, BigInt(this.slot));
+      this.handover = { discard: d.ok ? { raw, signatures: d.tx.signatures } : null, prefix: [] };
+      this.shredder.planHandover(this.slot);
+      this.handoverSlots.push(this.slot);
+      if (this.handoverSlots.length > 256) this.handoverSlots.shift();
     }
     this.slotStartMs = Date.now();
     const epochStart = this.slotStartMs - (this.slot % this.p.slotsPerEpoch) * this.p.slotMs;

@@ -18,8 +18,13 @@ export interface LocalChainConfig {
   shredTo?: string;
   /** Shred version on the wire; absent = derived from the genesis hash as agave does. */
   shredVersion?: number;
-  /** How shredded slots are framed: 'tower' (entry batches only) or 'alpenglow' (Header · batches · Footer · final tick; shred-sender.ts). */
+  /**
+   * How slots are made and shredded: 'alpenglow' (default: Header · batches · Footer · one final tick, low-power PoH;
+   * chain.ts, shred-sender.ts) or 'tower' (64 ticks between the entries, batches only: what old captures hold).
+   */
   blockFormat: 'tower' | 'alpenglow';
+  /** Alpenglow: the first slot of every Nth leader window (4 slots) carries an UpdateParent (fast leader handover); 0 = never. */
+  updateParentEvery: number;
   /** Initial balance of the demo payer (lamports). */
   faucetLamports: bigint;
   /** Ledger bounds: blocks kept, and transactions kept across them (the newest 151 blocks are always kept). */
@@ -40,7 +45,8 @@ export const LOCALCHAIN_DEFAULTS: Omit<LocalChainConfig, 'shredTo' | 'shredVersi
   slotMs: 400,
   ticksPerSlot: 64,
   hashesPerTick: 8,
-  blockFormat: 'tower',
+  blockFormat: 'alpenglow',
+  updateParentEvery: 0,
   slotsPerEpoch: 8192,
   entryBatchMs: 20,
   faucetLamports: 1_000_000n * 1_000_000_000n,
@@ -70,6 +76,7 @@ export function parseLocalChainConfig(raw: unknown): LocalChainConfig {
   const shredTo = optStr(o, 'shredTo', p);
   if (shredTo !== undefined && splitHostPort(shredTo, '127.0.0.1') === null) throw new ConfigError(`${p}.shredTo: expected HOST:PORT, got ${JSON.stringify(shredTo)}`);
   const sv = o.shredVersion;
+  const blockFormat = oneOf(o, 'blockFormat', p, ['tower', 'alpenglow'] as const, d.blockFormat);
   const cfg: LocalChainConfig = {
     enabled: bool(o, 'enabled', p, d.enabled),
     host: listen.host,
@@ -80,7 +87,8 @@ export function parseLocalChainConfig(raw: unknown): LocalChainConfig {
     slotsPerEpoch: int(o, 'slotsPerEpoch', p, d.slotsPerEpoch, 32, 432_000),
     entryBatchMs: int(o, 'entryBatchMs', p, d.entryBatchMs, 1, 60_000),
     shredTo,
-    blockFormat: oneOf(o, 'blockFormat', p, ['tower', 'alpenglow'] as const, d.blockFormat),
+    blockFormat,
+    updateParentEvery: int(o, 'updateParentEvery', p, d.updateParentEvery, 0, 1_000_000),
     shredVersion: sv === undefined || sv === null || sv === '' ? undefined : int(o, 'shredVersion', p, 0, 0, 0xffff),
     faucetLamports: lamports(o, 'faucetLamports', p, d.faucetLamports),
     ledgerSlots: int(o, 'ledgerSlots', p, d.ledgerSlots, 151),
@@ -92,5 +100,6 @@ export function parseLocalChainConfig(raw: unknown): LocalChainConfig {
     maxSubscriptionsPerConnection: int(o, 'maxSubscriptionsPerConnection', p, d.maxSubscriptionsPerConnection, 1),
     maxWsBufferedBytes: int(o, 'maxWsBufferedBytes', p, d.maxWsBufferedBytes, 1024),
   };
+  if (cfg.updateParentEvery > 0 && blockFormat !== 'alpenglow') throw new ConfigError(`${p}.updateParentEvery: an UpdateParent exists in Alpenglow blocks only; set ${p}.blockFormat to "alpenglow" or updateParentEvery to 0`);
   return cfg;
 }

@@ -19,7 +19,7 @@ export type { LeaderSpec } from './methods/cluster';
 export type { TpuIntakeResult } from './tpu-intake';
 
 // The local chain node: a single validator on an in-process SVM (litesvm) behind Solana's JSON-RPC (HTTP) and
-// PubSub (WebSocket) on one port, producing 400 ms slots whose entries (PoH-chained ticks and transactions)
+// PubSub (WebSocket) on one port, producing 400 ms slots (Alpenglow blocks by default) whose entries (PoH-chained)
 // are shredded, signed by the node's identity, and sent as UDP to an ingest port once it is told which: the
 // `shredTo` option, or shredTo() on the running node (an ingest that needs the node's RPC to start comes after it).
 // For local runs and tests: the upstream every Solana surface of meridian can use unchanged.
@@ -71,6 +71,12 @@ export interface LocalChain {
   shredTo(hostPort: string): void;
   /** Counters for logs, metrics and tests. */
   stats(): LocalChainStats;
+  /** 'alpenglow' or 'tower': how the node makes and shreds its blocks. */
+  blockFormat: 'tower' | 'alpenglow';
+  /** Alpenglow: the id of a recent shredded block (the last 256), as ingest must announce it. */
+  blockId(slot: number): Buffer | undefined;
+  /** Alpenglow with updateParentEvery: the recent shredded slots whose block has an UpdateParent, with its FEC set. */
+  updateParents(): Map<number, number>;
   /** The identity that leads `slot` (the node's own without `leaders`). */
   leaderAt(slot: number): string;
   /** Multi-leader run: a packet `leader`'s TPU received (executed in its slots only; see tpu-intake.ts). */
@@ -109,6 +115,8 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     ledgerSlots: Math.max(151, o.ledgerSlots ?? d.ledgerSlots),
     ledgerTransactions: o.ledgerTransactions ?? d.ledgerTransactions,
     log: o.log,
+    blockFormat: o.blockFormat ?? d.blockFormat,
+    updateParentEvery: o.updateParentEvery ?? d.updateParentEvery,
   });
   const shredVersion = o.shredVersion ?? shredVersionOf(chain.genesisHash);
   // Set at start or later (shredTo()): the stats, gauges and close() read it when they run.
@@ -118,7 +126,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     if (shredder !== null) throw new Error('localchain: already shredding (one shred target per node)');
     const target = splitHostPort(hostPort, '127.0.0.1');
     if (target === null) throw new Error('localchain: shredTo is not HOST:PORT');
-    shredder = new ShredSender({ ...target, shredVersion, leaderSeed: chain.identity.seed, genesisRoot: chain.genesisHash, format: o.blockFormat ?? 'tower' });
+    shredder = new ShredSender({ ...target, shredVersion, leaderSeed: chain.identity.seed, genesisRoot: chain.genesisHash, format: o.blockFormat ?? d.blockFormat });
     return shredder;
   };
   if (o.shredTo !== undefined) chain.shredder = newShredder(o.shredTo);
@@ -168,6 +176,9 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
     shredVersion,
     genesisHash: bs58.encode(chain.genesisHash),
     slot: () => chain.slot,
+    blockFormat: o.blockFormat ?? d.blockFormat,
+    blockId: (slot) => shredder?.blockIds.get(slot),
+    updateParents: () => new Map(shredder?.updateParents ?? []),
     leaderAt: (slot) => (rotation === undefined ? chain.identityB58 : leaderAt(rotation, slot)),
     executeFromTpu: (leader, raw) => {
       if (intake === null) throw new Error('localchain: executeFromTpu needs the leaders option (the multi-leader run)');

@@ -63,6 +63,23 @@ export class Poh {
     return { numHashes: 1n, hash: this.hash, txs };
   }
 
+  /**
+   * Alpenglow's low-power PoH (Agave blockstore_processor.rs verify_ticks, should_have_alpenglow_ticks: "each block
+   * only has 1 tick at the very end" and every entry has num_hashes 1): the block's one tick, a single hash.
+   */
+  finalTick(): PohEntry {
+    this.spin(1);
+    this.sinceTick = 0;
+    this.ticks++;
+    return { numHashes: 1n, hash: this.hash, txs: [] };
+  }
+
+  /** Back to `start` (a bank replayed from its parent again: the UpdateParent's new bank starts at the parent's last hash). */
+  reset(start: Buffer): void {
+    this.hash = Buffer.from(start);
+    this.sinceTick = 0;
+  }
+
   tick(): PohEntry {
     const n = Math.max(1, this.hashesPerTick - this.sinceTick);
     this.spin(n);

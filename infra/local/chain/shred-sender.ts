@@ -11,11 +11,15 @@ import type { PohEntry } from './poh';
 // root would. Keeps the slot's next FEC set index and the chained root across batches and slots.
 //
 // format 'alpenglow' frames each slot as an Alpenglow block (SIMD-0326): a Header (parent slot and the parent's
-// block id) at FEC set 0, the node's entry batches, then a Footer (bank hash: the slot's last entry hash, as this
-// node has no bank hash to give; producer time; user agent) and one final tick (num_hashes 1) flagged LAST_IN_SLOT,
-// each component in sets of its own; it computes every block's id (ingest/entry/block-id.ts) and keeps the last
-// 256 in `blockIds`. Not Alpenglow yet: the node's PoH still records its 64 ticks inside the batches (Agave would
-// refuse them: TooManyTicks), and no UpdateParent is ever made.
+// block id) at FEC set 0, the node's entry batches, then a Footer (bank hash: the block's blockhash, i.e. its final
+// tick's hash, as this node has no bank hash to give; producer time; user agent) and the final tick the node's PoH
+// made (one hash, Alpenglow's low-power PoH) flagged LAST_IN_SLOT, each component in sets of its own. It computes
+// every block's id (ingest/entry/block-id.ts) and keeps the last 256 in `blockIds`.
+//
+// Fast leader handover (SIMD-0337), when the node asks for it (planHandover, then updateParent mid-slot): the
+// header names a version of the parent slot that the leader then abandons (a block id nobody finalized, derived
+// from the real one: one slot, two versions, as an equivocating previous leader makes), and the UpdateParent names
+// the real parent block at an FEC-set boundary; the block id's parent is the UpdateParent's.
 
 export interface ShredSenderOptions {
   host: string;
@@ -29,6 +33,17 @@ export interface ShredSenderOptions {
 
 const KEPT_BLOCK_IDS = 256;
 const USER_AGENT = Buffer.from('meridian-localchain');
+const ABANDONED = Buffer.from('meridian-localchain: the parent version a handover abandons');
+
+/** The other version of a parent block a handover header names (never sent: no one finalizes it). */
+export function abandonedVersion(parentBlockId: Buffer): Buffer {
+  return crypto.createHash('sha256').update(ABANDONED).update(parentBlockId).digest();
+}
+
+function keep<V>(m: Map<number, V>, slot: number, v: V): void {
+  m.set(slot, v);
+  if (m.size > KEPT_BLOCK_IDS) m.delete(m.keys().next().value!);
+}
 
 export class ShredSender {
   private readonly socket: dgram.Socket;
@@ -41,7 +56,11 @@ export class ShredSender {
   /** Alpenglow: each recent block's id, by slot. */
   readonly blockIds = new Map<number, Buffer>();
   private roots: Buffer[] = [];
-  private lastHash: Buffer = Buffer.alloc(32);
+  /** The parent the block is replayed on: the header's, then the UpdateParent's. */
+  private blockParent: { slot: number; id: Buffer } = { slot: 0, id: Buffer.alloc(32) };
+  private handoverSlot = -1;
+  /** Alpenglow: the slots whose block has an UpdateParent, by slot, with the FEC set it starts (the last 256). */
+  readonly updateParents = new Map<number, number>();
 
   constructor(private readonly o: ShredSenderOptions) {
     this.socket = dgram.createSocket(o.host.includes(':') ? 'udp6' : 'udp4');
@@ -69,24 +88,41 @@ export class ShredSender {
       this.fec = 0;
       this.roots = [];
       const parentBlockId = this.blockIds.get(parentSlot) ?? Buffer.alloc(32);
-      this.component(slot, parentSlot, encodeBlockMarker({ kind: 'header', byteLen: 0, parentSlot: BigInt(parentSlot), parentBlockId }), 0, false);
+      this.blockParent = { slot: parentSlot, id: parentBlockId };
+      const named = slot === this.handoverSlot ? abandonedVersion(parentBlockId) : parentBlockId;
+      this.component(slot, parentSlot, encodeBlockMarker({ kind: 'header', byteLen: 0, parentSlot: BigInt(parentSlot), parentBlockId: named }), 0, false);
     }
+    // The final tick is the block's last component, after the footer; the batches before it hold no tick.
+    const finalTick = lastInSlot ? entries[entries.length - 1] : undefined;
+    if (lastInSlot && (finalTick === undefined || finalTick.txs.length !== 0)) throw new Error(`alpenglow slot ${slot}: the last entry must be the block's final tick`);
+    const body = lastInSlot ? entries.slice(0, -1) : entries;
     // An empty batch is refused in an Alpenglow block (a zero count must be followed by a marker).
-    if (entries.length > 0) {
-      this.component(slot, parentSlot, encodeEntryBatch(entries), tick, false);
-      this.lastHash = entries[entries.length - 1]!.hash;
-    }
+    if (body.length > 0) this.component(slot, parentSlot, encodeEntryBatch(body), tick, false);
     if (!lastInSlot) return;
     const footer = encodeBlockMarker({
-      kind: 'footer', byteLen: 0, bankHash: this.lastHash, producerTimeNanos: BigInt(Date.now()) * 1_000_000n, userAgent: USER_AGENT,
+      kind: 'footer', byteLen: 0, bankHash: finalTick!.hash, producerTimeNanos: BigInt(Date.now()) * 1_000_000n, userAgent: USER_AGENT,
       finalCert: null, skipRewardCert: null, notarRewardCert: null,
     });
     this.component(slot, parentSlot, footer, tick, false);
-    const finalTick = encodeEntryBatch([{ numHashes: 1n, hash: crypto.createHash('sha256').update(this.lastHash).digest(), txs: [] }]);
-    this.component(slot, parentSlot, finalTick, tick, true);
-    const parentBlockId = this.blockIds.get(parentSlot) ?? Buffer.alloc(32);
-    this.blockIds.set(slot, blockId(this.roots, BigInt(parentSlot), parentBlockId));
-    if (this.blockIds.size > KEPT_BLOCK_IDS) this.blockIds.delete(this.blockIds.keys().next().value!);
+    this.component(slot, parentSlot, encodeEntryBatch([finalTick!]), tick, true);
+    keep(this.blockIds, slot, blockId(this.roots, BigInt(this.blockParent.slot), this.blockParent.id));
+  }
+
+  /** The next block of `slot` is a handover: its header names an abandoned version of the parent (see above). */
+  planHandover(slot: number): void {
+    this.handoverSlot = slot;
+  }
+
+  /**
+   * An UpdateParent in the block being sent, at the next FEC-set boundary, naming `parentSlot`'s real block: every
+   * transaction sent before it in this block is discarded by the chain. Alpenglow only, after the block's header.
+   */
+  updateParent(slot: number, parentSlot: number, referenceTick: number): void {
+    if (this.o.format !== 'alpenglow' || slot !== this.slot) throw new Error(`UpdateParent for slot ${slot}: not an Alpenglow block under way`);
+    const id = this.blockIds.get(parentSlot) ?? Buffer.alloc(32);
+    keep(this.updateParents, slot, this.fec);
+    this.component(slot, parentSlot, encodeBlockMarker({ kind: 'update_parent', byteLen: 0, parentSlot: BigInt(parentSlot), parentBlockId: id }), Math.min(63, referenceTick), false);
+    this.blockParent = { slot: parentSlot, id };
   }
 
   /** Shreds one block component (an entry batch or a marker) into sets of its own and sends them. */

@@ -12,6 +12,15 @@ describe('local chain: config section `localchain`', () => {
     assert.equal(c.shredTo, undefined);
     assert.equal(c.shredVersion, undefined);
     assert.equal(c.faucetLamports, 1_000_000_000_000_000n);
+    assert.equal(c.blockFormat, 'alpenglow', 'today\u2019s blocks by default');
+    assert.equal(c.updateParentEvery, 0);
+  });
+
+  it('block format: tower for old captures, UpdateParent windows only with Alpenglow, one line naming both settings', () => {
+    assert.equal(parseLocalChainConfig({ blockFormat: 'tower' }).blockFormat, 'tower');
+    assert.equal(parseLocalChainConfig({ updateParentEvery: '3' }).updateParentEvery, 3);
+    assert.throws(() => parseLocalChainConfig({ blockFormat: 'tower', updateParentEvery: 2 }), (e: unknown) => e instanceof ConfigError && /^localchain\.updateParentEvery: .*localchain\.blockFormat/.test(e.message));
+    assert.throws(() => parseLocalChainConfig({ blockFormat: 'votor' }), (e: unknown) => e instanceof ConfigError && /^localchain\.blockFormat:/.test(e.message));
   });
 
   it('takes environment-style strings (MERIDIAN__LOCALCHAIN__*)', () => {

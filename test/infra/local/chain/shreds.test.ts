@@ -16,7 +16,21 @@ import { payerOf, rpc } from './support';
 // Merkle proof, leader signature against the node's own leader schedule read over RPC, FEC, reassembly, entry
 // and transaction decode) turns them back into the executed transactions, with PoH that verifies.
 
-describe('local chain: shreds into the ingest pipeline', function () {
+/** Each format's PoH: Alpenglow's low-power PoH has one tick, at the very end, and every entry one hash (Agave
+ *  blockstore_processor.rs verify_ticks, should_have_alpenglow_ticks); tower-era PoH 64 ticks. */
+function assertTicks(format: 'alpenglow' | 'tower', slot: bigint, entries: Array<{ numHashes: bigint; signatures: Buffer[] }>): void {
+  const ticks = entries.filter((e) => e.signatures.length === 0);
+  if (format === 'tower') {
+    assert.equal(ticks.length, 64, `slot ${slot} has 64 ticks`);
+    return;
+  }
+  assert.equal(ticks.length, 1, `slot ${slot} has one tick`);
+  assert.equal(entries[entries.length - 1]!.signatures.length, 0, `slot ${slot} ends with its tick`);
+  assert.ok(entries.every((e) => e.numHashes === 1n), `slot ${slot}: every entry has num_hashes 1`);
+}
+
+for (const format of ['alpenglow', 'tower'] as const)
+describe(`local chain (${format} blocks): shreds into the ingest pipeline`, function () {
   let node: LocalChain;
   let socket: dgram.Socket;
   let leaders: LeaderScheduleHandle;
@@ -35,7 +49,7 @@ describe('local chain: shreds into the ingest pipeline', function () {
     // As ingest does (recvBufferBytes): the default ~200 KB overflows while a loaded machine stalls this loop.
     socket.setRecvBufferSize(8 * 1024 * 1024);
     const { port } = socket.address() as AddressInfo;
-    node = await startLocalChain({ host: '127.0.0.1', port: 0, slotMs: 100, shredTo: `127.0.0.1:${port}`, log: quietLog().log });
+    node = await startLocalChain({ host: '127.0.0.1', port: 0, slotMs: 100, shredTo: `127.0.0.1:${port}`, blockFormat: format, log: quietLog().log });
     // ingest's `rpc` leader mode, pointed at the node.
     leaders = leaderKeysFor({ mode: 'rpc', rpcUrl: node.httpUrl, refreshMs: 1000 });
     await leaders.ready;
@@ -117,8 +131,7 @@ describe('local chain: shreds into the ingest pipeline', function () {
     let withTxs = 0;
     for (const [slot, list] of complete) {
       const entries = list.flatMap((b) => b.entries).map((e) => ({ numHashes: e.numHashes, hash: Buffer.from(e.hash), signatures: e.txs.flatMap((t) => t.tx.signatures) }));
-      const ticks = entries.filter((e) => e.signatures.length === 0).length;
-      assert.equal(ticks, 64, `slot ${slot} has 64 ticks`);
+      assertTicks(format, slot, entries);
       if (entries.some((e) => e.signatures.length > 0)) withTxs++;
       const block = await rpc(node.httpUrl, 'getBlock', [Number(slot), { transactionDetails: 'none', rewards: false }]);
       assert.equal(bs58.encode(entries[entries.length - 1]!.hash), block.result.blockhash);
@@ -129,9 +142,10 @@ describe('local chain: shreds into the ingest pipeline', function () {
   });
 });
 
-describe('local chain: shredTo() on a running node', function () {
+for (const format of ['alpenglow', 'tower'] as const)
+describe(`local chain (${format} blocks): shredTo() on a running node`, function () {
   it('shreds from the next whole slot on, to its one target', async () => {
-    const node = await startLocalChain({ host: '127.0.0.1', port: 0, slotMs: 100, log: quietLog().log });
+    const node = await startLocalChain({ host: '127.0.0.1', port: 0, slotMs: 100, blockFormat: format, log: quietLog().log });
     const socket = dgram.createSocket('udp4');
     const batches: BatchOutput[] = [];
     let leaders: LeaderScheduleHandle | undefined;
@@ -168,7 +182,7 @@ describe('local chain: shredTo() on a running node', function () {
       assert.equal(list[0]!.batch.firstShred, 0);
       assert.ok(list[list.length - 1]!.batch.lastInSlot, `slot ${first} ends`);
       const entries = list.flatMap((b) => b.entries).map((e) => ({ numHashes: e.numHashes, hash: Buffer.from(e.hash), signatures: e.txs.flatMap((t) => t.tx.signatures) }));
-      assert.equal(entries.filter((e) => e.signatures.length === 0).length, 64, `slot ${first} has 64 ticks`);
+      assertTicks(format, first, entries);
       const block = await rpc(node.httpUrl, 'getBlock', [Number(first), { transactionDetails: 'none', rewards: false }]);
       assert.ok(verifyEntries(Buffer.from(bs58.decode(block.result.previousBlockhash)), entries), `PoH of slot ${first} verifies`);
       assert.ok(list.length > 1 && entries.some((e) => e.signatures.length > 0), `slot ${first} came in ${list.length} batches, with transactions`);
