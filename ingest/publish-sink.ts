@@ -4,6 +4,7 @@ import { encodeSlotStatusRecord, SlotStatusSource } from '../bus/topics/stream-s
 import { encodeEntryRecord, entryKey } from '../bus/topics/stream-entries';
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
 import { encodeTxRecord, PUBKEY_SZ, SIGNATURE_SZ } from '../bus/topics/stream-transactions';
+import { encodeLookupsHeader, LOOKUPS_HEADER } from '../bus/topics/stream-transactions-lookups';
 import { encodeTransaction } from '../proto/wire';
 import { SlotEntryIndex, type Placement } from './entry/slot-entry-index';
 import type { BatchOutput, PipelineSink } from './pipeline';
@@ -38,7 +39,11 @@ export const DEFAULT_TOPICS: IngestTopics = {
   entries: TOPIC.streamEntries,
 };
 
-/** The stream.transactions records of one batch, in transaction order. */
+/** The headers of a transaction without lookups (most of them): one object for all, never written to. */
+const NO_LOOKUPS: Record<string, Buffer> = Object.freeze({ [LOOKUPS_HEADER]: encodeLookupsHeader([]) });
+
+/** The stream.transactions records of one batch, in transaction order, each with its lookups header (the
+ *  fanout matches loaded addresses from it without reading the message: stream-transactions-lookups.ts). */
 export function batchRecords(out: BatchOutput): ProduceRecord[] {
   const records = new Array<ProduceRecord>(out.txs.length);
   const observedAtMs = out.batch.firstSeenMs;
@@ -47,6 +52,7 @@ export function batchRecords(out: BatchOutput): ProduceRecord[] {
     records[i] = {
       key: d.tx.signatures[0]!,
       value: encodeTxRecord({ slot: d.tx.slot, observedAtMs, accountKeys: d.staticKeys, message: encodeTransaction(d.tx) }),
+      headers: d.tx.addressTableLookups.length === 0 ? NO_LOOKUPS : { [LOOKUPS_HEADER]: encodeLookupsHeader(d.tx.addressTableLookups) },
     };
   }
   return records;

@@ -13,7 +13,7 @@ import type { CompiledFilterSet } from '../filter/compile';
 import { FilterIndex, type Match, type SplitMatch } from '../filter/filter-index';
 import { noResolution, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../filter/loaded-addresses';
 import type { LookupTables } from '../lookup-tables/lookup-tables';
-import { readLookups } from '../lookup-tables/read-lookups';
+import { recordLookups } from '../lookup-tables/read-lookups';
 import { TableHits } from '../lookup-tables/table-hits';
 import { fanoutMetrics } from '../metrics';
 import type { QueueBudget } from '../queue-budget';
@@ -323,12 +323,12 @@ export class V2Hub {
     if (this.loadedStreams > 0 && m.value !== null) {
       let r = decoded ?? null;
       if (r === null) {
-        const d = decodeTxRecord(m.value);
+        const d = decodeTxRecord(m.value, m.headers);
         if (d.ok) r = d.record;
       }
       if (r !== null) {
         e.record = r;
-        const lookups = readLookups(r.message);
+        const lookups = recordLookups(r);
         e.lookups = lookups;
         if (lookups !== null && lookups.length > 0) {
           if (this.tableHits !== null && this.heldHead === this.held.length && this.matchAgainstTables(m, r, lookups)) return;
@@ -355,7 +355,7 @@ export class V2Hub {
    */
   private matchAgainstTables(m: BusMessage, r: TxRecord, lookups: readonly TableLookup[]): boolean {
     const t = this.opts.tables!;
-    const pre = t.keys.matchSplitRecord(this.index, this.tableHits!, r.accountKeys, r.message, r.slot);
+    const pre = t.keys.matchSplitRecord(this.index, this.tableHits!, r);
     if (pre === null) return false;
     this.counts.resolved++;
     this.processTx(m, r, lookups, null, pre);
@@ -415,7 +415,7 @@ export class V2Hub {
    */
   private matchTx(index: FilterIndex<V2Session>, r: TxRecord, lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null, flagged: boolean): { matches: Match<V2Session>[]; loaded: LoadedAddresses | null } {
     if (!flagged) return { matches: index.match(r.accountKeys), loaded: null };
-    lookups ??= readLookups(r.message);
+    lookups ??= recordLookups(r);
     if (lookups === null || lookups.length === 0) return { matches: index.match(r.accountKeys), loaded: null };
     if (loaded === null) {
       let now: LoadedAddresses | null = null;
@@ -433,7 +433,7 @@ export class V2Hub {
     if (m.value === null) return;
     let r = decoded;
     if (r === null) {
-      const d = decodeTxRecord(m.value);
+      const d = decodeTxRecord(m.value, m.headers);
       if (!d.ok) return;
       r = d.record;
     }
@@ -736,6 +736,7 @@ export class V2Hub {
             offset: Number(m.offset),
             key: m.key,
             value: m.value,
+            headers: m.headers,
             timestamp: m.timestamp,
           })),
         ),
@@ -746,7 +747,7 @@ export class V2Hub {
   private replayRecord(s: V2Session, index: FilterIndex<V2Session>, r: ReplayRecord, cursor: () => Buffer): Promise<void> | undefined {
     if (r.value === null) return;
     if (r.tag === TopicTag.transactions) {
-      const d = decodeTxRecord(r.value);
+      const d = decodeTxRecord(r.value, r.headers);
       if (!d.ok || d.record.slot < s.minSlot) return;
       const rec = d.record;
       const deliver = (lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null): void => {
@@ -758,7 +759,7 @@ export class V2Hub {
         }
       };
       if (s.loadedMask === 0) return void deliver(null, null);
-      const lookups = readLookups(rec.message);
+      const lookups = recordLookups(rec);
       if (lookups === null || lookups.length === 0) return void deliver(null, null);
       // One record of one stream at a time (the replay awaits it), so one resolution per replayed record.
       let sync = true;

@@ -96,6 +96,8 @@ export interface ReplayRecord {
   offset: number;
   key: Buffer | null;
   value: Buffer | null;
+  /** The record's headers (a transaction's lookups header among them: stream-transactions-lookups.ts). */
+  headers?: Readonly<Record<string, Buffer>>;
   timestamp: number;
 }
 
