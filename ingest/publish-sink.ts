@@ -1,7 +1,7 @@
 import type { ProduceRecord } from '../bus/bus';
 import { TOPIC } from '../bus/topics';
 import { encodeSlotStatusRecord, SlotStatusSource } from '../bus/topics/stream-slot-status';
-import { encodeEntryRecord, entryKey } from '../bus/topics/stream-entries';
+import { encodeEntryRecord, entryKey, type EntryTick, type EntryTx } from '../bus/topics/stream-entries';
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
 import { encodeTxRecord, PUBKEY_SZ, SIGNATURE_SZ } from '../bus/topics/stream-transactions';
 import { encodeLookupsHeader, LOOKUPS_HEADER } from '../bus/topics/stream-transactions-lookups';
@@ -18,7 +18,7 @@ export type PublishTarget = Pick<Publisher, 'offer'>;
 // a batch's records go out in one produce (key = signatures[0], observed-at = the batch's first shred
 // arrival). A slot's first shred becomes one stream.slots record; each status the shreds show for a slot (its first
 // shred included) one stream.slot-status record, through the same queue so the topic keeps the derived order. Each
-// decoded entry (ticks included) becomes one stream.entries record, produced after the batch's transactions (their
+// decoded entry becomes one stream.entries record (a run of ticks rides in the next entry's record), produced after the batch's transactions (their
 // latency comes first), with the entry's slot-wide position when known (entry/slot-entry-index.ts) and its
 // transactions' wire bytes. Encoding happens inside push(), so queued items hold compact records rather than
 // decoded views.
@@ -61,29 +61,42 @@ export function batchRecords(out: BatchOutput): ProduceRecord[] {
 /**
  * The stream.entries records of one batch, in entry order: its whole entries (a batch that failed part-way publishes
  * the entries before the failure; the transactions decoded in the entry it stopped in go to stream.transactions
- * only, since that entry's header promises more than was read). `at` = the slot-wide position of the batch's first
- * entry, null when unknown.
+ * only, since that entry's header promises more than was read). A run of ticks (entries without transactions) rides
+ * in the record of the entry after it, a run at the batch's end in the record of its last tick
+ * (bus/topics/stream-entries.ts, VERSION 2): a tick costs 40 bytes in a record, not a record. `at` = the slot-wide
+ * position of the batch's first entry, null when unknown.
  */
 export function entryRecords(out: BatchOutput, at: Placement | null): ProduceRecord[] {
   const { slot, firstShred, firstSeenMs } = out.batch;
-  const records = new Array<ProduceRecord>(out.entries.length);
+  const entries = out.entries;
+  const records: ProduceRecord[] = [];
   let entry = at?.entry ?? 0;
   let tx = at?.tx ?? 0;
-  for (let i = 0; i < out.entries.length; i++) {
-    const e = out.entries[i]!;
-    const signatures = Buffer.allocUnsafe(e.txs.length * SIGNATURE_SZ);
-    const txs = e.txs.map((d, t) => {
+  let ticks: EntryTick[] | undefined;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    const n = e.txs.length;
+    if (n === 0 && i + 1 < entries.length) {
+      (ticks ??= []).push({ numHashes: e.numHashes, hash: e.hash });
+      entry++;
+      continue;
+    }
+    const signatures = Buffer.allocUnsafe(n * SIGNATURE_SZ);
+    const txs = new Array<EntryTx>(n);
+    for (let t = 0; t < n; t++) {
+      const d = e.txs[t]!;
       d.tx.signatures[0]!.copy(signatures, t * SIGNATURE_SZ);
       const wire = e.wires[t]!;
       // staticKeys is a view into the same batch payload as the wire bytes: its offset within them.
-      return { wire, keysOffset: d.staticKeys.byteOffset - wire.byteOffset, keyCount: d.staticKeys.length / PUBKEY_SZ };
-    });
-    records[i] = {
+      txs[t] = { wire, keysOffset: d.staticKeys.byteOffset - wire.byteOffset, keyCount: d.staticKeys.length / PUBKEY_SZ };
+    }
+    records.push({
       key: entryKey(slot, firstShred, i),
-      value: encodeEntryRecord({ slot, index: at === null ? null : { entry, firstTx: tx }, batchFirstShred: firstShred, indexInBatch: i, numHashes: e.numHashes, hash: e.hash, observedAtMs: firstSeenMs, signatures, txs }),
-    };
+      value: encodeEntryRecord({ slot, index: at === null ? null : { entry, firstTx: tx }, batchFirstShred: firstShred, indexInBatch: i, numHashes: e.numHashes, hash: e.hash, observedAtMs: firstSeenMs, signatures, txs, ticks }),
+    });
+    ticks = undefined;
     entry++;
-    tx += e.txs.length;
+    tx += n;
   }
   return records;
 }

@@ -22,6 +22,7 @@ import { StreamUsage } from '../stream-usage';
 import { clonePosition, cloneMarks, cursorText, decodeCursor, encodeCursor, marksFor, stampOf, TopicTag, type Marks, type Position } from './cursor';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import { UpdateCompression } from './compression';
+import { beforeTicks, deliverTicks, type TickUpdates } from './entry-ticks';
 import { allUnresolved, matchWithLoaded, mergeSplit } from './loaded-match';
 import type { V2Start } from './request';
 import { V2Session, type ReplayRecord, type ResolvedStart, type V2Context, type V2Port } from './session';
@@ -511,16 +512,19 @@ export class V2Hub {
     if (r.slot > this.newest) this.newest = r.slot;
     let shared: Buffer | undefined;
     let cursor: Buffer | undefined;
+    let ticks: TickUpdates | undefined; // the ticks the record carries (entry-ticks.ts), made once
     for (const s of this.sessions) {
       if (!s.entries || !s.isLive || !s.aboveFloor(TopicTag.entries, p, o) || r.slot < s.minSlot) continue;
       cursor ??= this.cursor();
       if (s.hasFloor) {
         const own = s.cursor();
         if (own !== cursor) {
+          if (r.ticks.length > 0) deliverTicks(s, beforeTicks(r, withEntryOffset(own, p, o, this.prevMark), this.now()), false);
           s.deliverEntry(encodeEntryShared(own, this.now(), r), own, false);
           continue;
         }
       }
+      if (r.ticks.length > 0) deliverTicks(s, (ticks ??= beforeTicks(r, withEntryOffset(cursor, p, o, this.prevMark), this.now())), false);
       shared ??= encodeEntryShared(cursor, this.now(), r);
       s.deliverEntry(shared, cursor, false);
     }
@@ -799,6 +803,7 @@ export class V2Hub {
     const r = d.record;
     if (s.entries) {
       const c = cursor();
+      if (r.ticks.length > 0) deliverTicks(s, beforeTicks(r, withEntryOffset(c, rec.partition, rec.offset, s.replayPrevMark), this.now()), true);
       s.deliverEntry(encodeEntryShared(c, this.now(), r), c, true);
     }
     if (s.rawMask === 0) return;
