@@ -98,15 +98,18 @@ export function scanLookupsHeader(b: Uint8Array, out: Int32Array): number {
   return o === b.length ? n : -1;
 }
 
+/** decodeLookupsHeader's offsets, reused (it runs synchronously to the end). */
+let scratch = new Int32Array(HEADER_LOOKUP_INTS * 8);
+
 /** The lookups of a header value as views into it, or null when the bytes do not parse (off the hot path: the
  *  resolver's slow path and tests). */
 export function decodeLookupsHeader(b: Buffer): Array<{ table: Buffer; writableIndexes: Buffer; readonlyIndexes: Buffer }> | null {
-  let at = new Int32Array(HEADER_LOOKUP_INTS * 4);
-  let n = scanLookupsHeader(b, at);
+  let n = scanLookupsHeader(b, scratch);
   if (n === -2) {
-    at = new Int32Array(HEADER_LOOKUP_INTS * (b[COUNT_OFF]! | (b[COUNT_OFF + 1]! << 8)));
-    n = scanLookupsHeader(b, at);
+    scratch = new Int32Array(HEADER_LOOKUP_INTS * (b[COUNT_OFF]! | (b[COUNT_OFF + 1]! << 8)));
+    n = scanLookupsHeader(b, scratch);
   }
+  const at = scratch;
   if (n < 0) return null;
   const out = new Array<{ table: Buffer; writableIndexes: Buffer; readonlyIndexes: Buffer }>(n);
   for (let i = 0; i < n; i++) {
