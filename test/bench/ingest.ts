@@ -355,13 +355,21 @@ function floorRounds(stream: Stream, leader: Buffer): BenchResult[] {
   const cap = pipelineFor(leader, { batch: (o) => void outs.push(o), slot: () => undefined });
   for (const pk of stream.packets) cap.push(pk, 0);
   const sinkUs = new Map<string, number[]>(builds.map((b) => [b.name, []]));
+  const entriesUs = new Map<string, number[]>(builds.map((b) => [b.name, []]));
+  const sinkCpu = (sink: ReturnType<typeof publishSink>): number => {
+    const c0 = process.cpuUsage();
+    for (let k = 0; k < 4; k++) for (const o of outs) sink.batch(o);
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / (4 * n);
+  };
   for (let r = 0; r < ROUNDS + 1; r++) {
     for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
-      const sink = b.publishSink({ offer: () => true });
-      const c0 = process.cpuUsage();
-      for (let k = 0; k < 4; k++) for (const o of outs) sink.batch(o);
-      const c = process.cpuUsage(c0);
-      if (r > 0) sinkUs.get(b.name)!.push((c.user + c.system) / (4 * n));
+      const all = sinkCpu(b.publishSink({ offer: () => true }));
+      // Without the entries topic: the difference is what stream.entries records cost.
+      const txOnly = sinkCpu(b.publishSink({ offer: () => true }, { topics: { transactions: b.topics.transactions, slots: b.topics.slots } }));
+      if (r === 0) continue; // warm-up round
+      sinkUs.get(b.name)!.push(all);
+      entriesUs.get(b.name)!.push(all - txOnly);
     }
   }
   const out: BenchResult[] = [
@@ -375,6 +383,7 @@ function floorRounds(stream: Stream, leader: Buffer): BenchResult[] {
       figures: {
         cpu_us_per_shred: Number(med(m.us).toFixed(3)), spread_us: spread(m.us), over_floor: Number(med(m.ratio).toFixed(3)), over_floor_spread: spread(m.ratio), entry_records: m.records,
         records_only_us_per_shred: Number(med(sinkUs.get(b.name)!).toFixed(3)), records_only_spread: spread(sinkUs.get(b.name)!),
+        entry_records_us_per_shred: Number(med(entriesUs.get(b.name)!).toFixed(3)), entry_records_spread: spread(entriesUs.get(b.name)!),
       },
       note: b.name === 'this' ? 'aim ≤ 1.45× the floor (1.64× before ticks rode along); medians of per-round ratios, spread = min–max over rounds' : undefined,
     });
