@@ -79,7 +79,7 @@ export class StreamFeed {
       this.v1.duplicate();
       if (v2 === undefined) return;
     }
-    const d = decodeTxRecord(m.value);
+    const d = decodeTxRecord(m.value, m.headers);
     if (!d.ok) {
       if (fresh) this.v1.bad(d.reason);
       v2?.onTransaction(m);

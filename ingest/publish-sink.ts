@@ -1,10 +1,11 @@
 import type { ProduceRecord } from '../bus/bus';
 import { TOPIC } from '../bus/topics';
 import { encodeSlotStatusRecord, SlotStatusSource } from '../bus/topics/stream-slot-status';
-import { encodeEntryRecord, entryKey } from '../bus/topics/stream-entries';
+import { encodeEntryRecord, entryKey, type EntryTick, type EntryTx } from '../bus/topics/stream-entries';
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
 import { BLOCK_REF_HEADER } from '../bus/topics/block-ref';
 import { encodeTxRecord, PUBKEY_SZ, SIGNATURE_SZ } from '../bus/topics/stream-transactions';
+import { encodeLookupsHeader, LOOKUPS_HEADER } from '../bus/topics/stream-transactions-lookups';
 import { encodeTransaction } from '../proto/wire';
 import { SlotEntryIndex, type Placement } from './entry/slot-entry-index';
 import type { BatchOutput, PipelineSink } from './pipeline';
@@ -18,7 +19,7 @@ export type PublishTarget = Pick<Publisher, 'offer'>;
 // a batch's records go out in one produce (key = signatures[0], observed-at = the batch's first shred
 // arrival). A slot's first shred becomes one stream.slots record; each status the shreds show for a slot (its first
 // shred included) one stream.slot-status record, through the same queue so the topic keeps the derived order. Each
-// decoded entry (ticks included) becomes one stream.entries record, produced after the batch's transactions (their
+// decoded entry becomes one stream.entries record (a run of ticks rides in the next entry's record), produced after the batch's transactions (their
 // latency comes first), with the entry's slot-wide position when known (entry/slot-entry-index.ts) and its
 // transactions' wire bytes. Encoding happens inside push(), so queued items hold compact records rather than
 // decoded views.
@@ -39,18 +40,24 @@ export const DEFAULT_TOPICS: IngestTopics = {
   entries: TOPIC.streamEntries,
 };
 
-/** The stream.transactions records of one batch, in transaction order. */
+/** The headers of a transaction without lookups (most of them): one object for all, never written to. */
+const NO_LOOKUPS: Record<string, Buffer> = Object.freeze({ [LOOKUPS_HEADER]: encodeLookupsHeader([]) });
+
+/** The stream.transactions records of one batch, in transaction order, each with its lookups header (the
+ *  fanout matches loaded addresses from it without reading the message: stream-transactions-lookups.ts). */
 export function batchRecords(out: BatchOutput): ProduceRecord[] {
   const records = new Array<ProduceRecord>(out.txs.length);
   const observedAtMs = out.batch.firstSeenMs;
-  // One `blk` header value for the batch's records (the record objects are new per record anyway).
-  const headers = out.block === undefined ? undefined : { [BLOCK_REF_HEADER]: out.block };
+  // Every record of the batch names its block (block-ref.ts) beside its own lookups; most have none, and share one
+  // headers object per batch.
+  const blockHeader = out.block === undefined ? undefined : { [BLOCK_REF_HEADER]: out.block };
+  const noLookups = blockHeader === undefined ? NO_LOOKUPS : { ...blockHeader, ...NO_LOOKUPS };
   for (let i = 0; i < out.txs.length; i++) {
     const d = out.txs[i]!;
     records[i] = {
       key: d.tx.signatures[0]!,
       value: encodeTxRecord({ slot: d.tx.slot, observedAtMs, accountKeys: d.staticKeys, message: encodeTransaction(d.tx) }),
-      headers,
+      headers: d.tx.addressTableLookups.length === 0 ? noLookups : { ...blockHeader, [LOOKUPS_HEADER]: encodeLookupsHeader(d.tx.addressTableLookups) },
     };
   }
   return records;
@@ -59,31 +66,44 @@ export function batchRecords(out: BatchOutput): ProduceRecord[] {
 /**
  * The stream.entries records of one batch, in entry order: its whole entries (a batch that failed part-way publishes
  * the entries before the failure; the transactions decoded in the entry it stopped in go to stream.transactions
- * only, since that entry's header promises more than was read). `at` = the slot-wide position of the batch's first
- * entry, null when unknown.
+ * only, since that entry's header promises more than was read). A run of ticks (entries without transactions) rides
+ * in the record of the entry after it, a run at the batch's end in the record of its last tick
+ * (bus/topics/stream-entries.ts, VERSION 2): a tick costs 40 bytes in a record, not a record. `at` = the slot-wide
+ * position of the batch's first entry, null when unknown.
  */
 export function entryRecords(out: BatchOutput, at: Placement | null): ProduceRecord[] {
   const { slot, firstShred, firstSeenMs } = out.batch;
-  const records = new Array<ProduceRecord>(out.entries.length);
+  const entries = out.entries;
+  const records: ProduceRecord[] = [];
   let entry = at?.entry ?? 0;
   let tx = at?.tx ?? 0;
   const headers = out.block === undefined ? undefined : { [BLOCK_REF_HEADER]: out.block };
-  for (let i = 0; i < out.entries.length; i++) {
-    const e = out.entries[i]!;
-    const signatures = Buffer.allocUnsafe(e.txs.length * SIGNATURE_SZ);
-    const txs = e.txs.map((d, t) => {
+  let ticks: EntryTick[] | undefined;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    const n = e.txs.length;
+    if (n === 0 && i + 1 < entries.length) {
+      (ticks ??= []).push({ numHashes: e.numHashes, hash: e.hash });
+      entry++;
+      continue;
+    }
+    const signatures = Buffer.allocUnsafe(n * SIGNATURE_SZ);
+    const txs = new Array<EntryTx>(n);
+    for (let t = 0; t < n; t++) {
+      const d = e.txs[t]!;
       d.tx.signatures[0]!.copy(signatures, t * SIGNATURE_SZ);
       const wire = e.wires[t]!;
       // staticKeys is a view into the same batch payload as the wire bytes: its offset within them.
-      return { wire, keysOffset: d.staticKeys.byteOffset - wire.byteOffset, keyCount: d.staticKeys.length / PUBKEY_SZ };
-    });
-    records[i] = {
+      txs[t] = { wire, keysOffset: d.staticKeys.byteOffset - wire.byteOffset, keyCount: d.staticKeys.length / PUBKEY_SZ };
+    }
+    records.push({
       key: entryKey(slot, firstShred, i),
-      value: encodeEntryRecord({ slot, index: at === null ? null : { entry, firstTx: tx }, batchFirstShred: firstShred, indexInBatch: i, numHashes: e.numHashes, hash: e.hash, observedAtMs: firstSeenMs, signatures, txs }),
+      value: encodeEntryRecord({ slot, index: at === null ? null : { entry, firstTx: tx }, batchFirstShred: firstShred, indexInBatch: i, numHashes: e.numHashes, hash: e.hash, observedAtMs: firstSeenMs, signatures, txs, ticks }),
       headers,
-    };
+    });
+    ticks = undefined;
     entry++;
-    tx += e.txs.length;
+    tx += n;
   }
   return records;
 }

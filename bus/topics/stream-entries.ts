@@ -1,5 +1,5 @@
-// stream.entries — one record per decoded entry (spec/shreds.md §3), produced once per entry batch after the
-// batch's stream.transactions records. It carries the entry's header, its transactions' first signatures, and
+// stream.entries — one record per decoded entry (spec/shreds.md §3; a run of ticks rides in the record of the entry
+// after it, below), produced once per entry batch after the batch's stream.transactions records. It carries the entry's header, its transactions' first signatures, and
 // every transaction's wire bytes exactly as they sat in the shreds (what v2's TRANSACTION_ENCODING_RAW serves:
 // stream.transactions keeps its v1 layout untouched).
 //
@@ -25,6 +25,17 @@
 //        u16  static account key count N (LE; the keys are wire[K .. K+32N), what filters match, without decoding)
 //        L    the transaction's wire bytes (signatures and message), as a node would accept them
 //
+//   VERSION 2 only (a record that carries ticks before its entry), after the last transaction:
+//   u32   tick count K (LE; ≥ 1)
+//   K × tick, in entry order:  u64 num_hashes (LE) ‖ [32] hash
+//
+// Ticks (entries without transactions) need not cost a record each: a run of ticks goes into the record of the
+// entry that follows it in the batch, as VERSION 2 (a run at the batch's end goes into the record of its own last
+// tick). The record's fields above are its own (last) entry's; tick i of K sits at index in batch
+// `indexInBatch − K + i`, slot-wide index `index.entry − K + i`, starting transaction index `index.firstTx`. A
+// record without ticks before it is written as VERSION 1, byte for byte as before; a reader that knows only VERSION
+// 1 refuses the records that carry ticks ('unknown version 2') and reads the others (upgrade readers first).
+//
 // INDEX_KNOWN is set when ingest decoded every batch of the slot before this entry's batch before it published
 // this one (batches can complete out of order, and a worker that joins mid-slot never sees the first ones): the
 // position (slot, batch first shred, index in batch) is always exact, the slot-wide index only then.
@@ -32,6 +43,8 @@
 import type { BlockRef } from './block-ref';
 
 export const ENTRY_RECORD_VERSION = 1;
+/** A record with ticks before its entry. */
+export const ENTRY_RECORD_VERSION_TICKS = 2;
 export const ENTRY_FLAG_INDEX_KNOWN = 1;
 const SLOT_OFF = 4;
 const INDEX_OFF = 12;
@@ -48,6 +61,8 @@ export const ENTRY_HASH_SZ = 32;
 const SIGNATURE_SZ = 64;
 const PUBKEY_SZ = 32;
 const TX_HEAD_SZ = 6;
+const TICK_SZ = 8 + ENTRY_HASH_SZ;
+const NO_TICKS: readonly EntryTick[] = Object.freeze([]);
 /** u16 wire length: v1 transactions are at most 4096 bytes (proto/txn/v1.ts V1_MAX_TX_SZ), legacy/v0 1232. */
 const MAX_WIRE_LEN = 0xffff;
 
@@ -57,6 +72,12 @@ export interface EntryTx {
   /** Where the static account keys start within `wire`, and how many there are. */
   keysOffset: number;
   keyCount: number;
+}
+
+/** An entry without transactions, carried in the record of the entry after it. */
+export interface EntryTick {
+  numHashes: bigint;
+  hash: Buffer;
 }
 
 export interface EntryRecord {
@@ -73,6 +94,9 @@ export interface EntryRecord {
   txs: EntryTx[];
   /** The block it belongs to, from the record's `blk` header (block-ref.ts; not part of the value), when read. */
   block?: BlockRef | null;
+
+  /** The ticks just before this entry in its batch, in order (they come before it); empty for most records. */
+  ticks: readonly EntryTick[];
 }
 
 export function entryKey(slot: bigint, batchFirstShred: number, indexInBatch: number): Buffer {
@@ -83,7 +107,10 @@ export function entryKey(slot: bigint, batchFirstShred: number, indexInBatch: nu
   return k;
 }
 
-export function encodeEntryRecord(r: EntryRecord): Buffer {
+/** What encodeEntryRecord takes: a record, its ticks optional (none: a VERSION 1 record). */
+export type EntryRecordInit = Omit<EntryRecord, 'ticks'> & { ticks?: readonly EntryTick[] };
+
+export function encodeEntryRecord(r: EntryRecordInit): Buffer {
   const t = r.txs.length;
   if (r.signatures.length !== t * SIGNATURE_SZ) throw new RangeError(`${r.signatures.length} signature bytes for ${t} transactions`);
   if (r.hash.length !== ENTRY_HASH_SZ) throw new RangeError('entry hash must be 32 bytes');
@@ -93,8 +120,11 @@ export function encodeEntryRecord(r: EntryRecord): Buffer {
     if (x.keysOffset + x.keyCount * PUBKEY_SZ > x.wire.length) throw new RangeError('static keys past the transaction');
     size += TX_HEAD_SZ + x.wire.length;
   }
+  const ticks = r.ticks ?? NO_TICKS;
+  const k = ticks.length;
+  if (k > 0) size += 4 + k * TICK_SZ;
   const out = Buffer.allocUnsafe(size);
-  out[0] = ENTRY_RECORD_VERSION;
+  out[0] = k > 0 ? ENTRY_RECORD_VERSION_TICKS : ENTRY_RECORD_VERSION;
   out[1] = r.index === null ? 0 : ENTRY_FLAG_INDEX_KNOWN;
   out.writeUInt16LE(0, 2);
   out.writeBigUInt64LE(r.slot, SLOT_OFF);
@@ -115,6 +145,16 @@ export function encodeEntryRecord(r: EntryRecord): Buffer {
     x.wire.copy(out, o + TX_HEAD_SZ);
     o += TX_HEAD_SZ + x.wire.length;
   }
+  if (k > 0) {
+    out.writeUInt32LE(k, o);
+    o += 4;
+    for (const t of ticks) {
+      if (t.hash.length !== ENTRY_HASH_SZ) throw new RangeError('a tick hash must be 32 bytes');
+      out.writeBigUInt64LE(t.numHashes, o);
+      t.hash.copy(out, o + 8);
+      o += TICK_SZ;
+    }
+  }
   return out;
 }
 
@@ -123,7 +163,8 @@ export type EntryRecordDecode = { ok: true; record: EntryRecord } | { ok: false;
 /** Views into `value`, no copies. Checks every length against the bytes present. */
 export function decodeEntryRecord(value: Buffer): EntryRecordDecode {
   if (value.length < ENTRY_RECORD_HEADER_SZ) return { ok: false, reason: 'short header' };
-  if (value[0] !== ENTRY_RECORD_VERSION) return { ok: false, reason: `unknown version ${value[0]}` };
+  const version = value[0];
+  if (version !== ENTRY_RECORD_VERSION && version !== ENTRY_RECORD_VERSION_TICKS) return { ok: false, reason: `unknown version ${version}` };
   const t = value.readUInt32LE(TX_COUNT_OFF);
   // Each transaction takes at least its signature and its 6-byte head: a count the bytes cannot hold is refused
   // before anything is allocated for it.
@@ -142,7 +183,17 @@ export function decodeEntryRecord(value: Buffer): EntryRecordDecode {
     txs[i] = { wire: value.subarray(o, o + len), keysOffset, keyCount };
     o += len;
   }
-  if (o !== value.length) return { ok: false, reason: 'bytes after the last transaction' };
+  let ticks = NO_TICKS;
+  if (version === ENTRY_RECORD_VERSION_TICKS) {
+    if (o + 4 > value.length) return { ok: false, reason: 'tick count past end' };
+    const k = value.readUInt32LE(o);
+    o += 4;
+    if (k === 0 || k > (value.length - o) / TICK_SZ) return { ok: false, reason: k === 0 ? 'no ticks in a version 2 record' : 'ticks past end' };
+    const list = new Array<EntryTick>(k);
+    for (let i = 0; i < k; i++, o += TICK_SZ) list[i] = { numHashes: value.readBigUInt64LE(o), hash: value.subarray(o + 8, o + TICK_SZ) };
+    ticks = list;
+  }
+  if (o !== value.length) return { ok: false, reason: version === ENTRY_RECORD_VERSION ? 'bytes after the last transaction' : 'bytes after the last tick' };
   const known = (value[1]! & ENTRY_FLAG_INDEX_KNOWN) !== 0;
   return {
     ok: true,
@@ -156,6 +207,7 @@ export function decodeEntryRecord(value: Buffer): EntryRecordDecode {
       observedAtMs: value.readDoubleLE(OBSERVED_AT_OFF),
       signatures: value.subarray(ENTRY_RECORD_HEADER_SZ, sigEnd),
       txs,
+      ticks,
     },
   };
 }

@@ -9,6 +9,10 @@
 //   +12  u64   slot (LE)
 //   +20  32*N  static account keys, in message order (what filters match against, without decoding)
 //   +..  rest  the encoded SubscribeResponseTransaction message (forwarded by fanout without re-encoding)
+//
+//   headers (Kafka record headers; the value above is the same with or without them):
+//   lookups  the transaction's address-table lookups, as stream-transactions-lookups.ts lays out (set by ingest
+//            on every record since it was added; a record without it has them in the message only)
 
 import type { BlockRef } from './block-ref';
 
@@ -23,6 +27,8 @@ export const TX_RECORD_HEADER_SZ = 20;
 export const PUBKEY_SZ = 32;
 export const SIGNATURE_SZ = 64;
 
+import { lookupsHeaderOf } from './stream-transactions-lookups';
+
 export interface TxRecord {
   slot: bigint;
   observedAtMs: number;
@@ -32,9 +38,16 @@ export interface TxRecord {
   message: Buffer;
   /** The block it belongs to, from the record's `blk` header (block-ref.ts; not part of the value), when read. */
   block?: BlockRef | null;
+
+  /** The `lookups` header's value (stream-transactions-lookups.ts), or null when the record has none this reader
+   *  knows: its lookups are then read from `message`. Not part of the value (encodeTxRecord ignores it). */
+  lookups: Buffer | null;
 }
 
-export function encodeTxRecord(r: TxRecord): Buffer {
+/** What encodeTxRecord writes into the value. */
+export type TxRecordValue = Omit<TxRecord, 'lookups'>;
+
+export function encodeTxRecord(r: TxRecordValue): Buffer {
   const n = r.accountKeys.length / PUBKEY_SZ;
   if (!Number.isInteger(n)) throw new RangeError(`accountKeys length ${r.accountKeys.length} is not a multiple of 32`);
   if (n > 0xffff) throw new RangeError(`${n} account keys do not fit the u16 count`);
@@ -51,8 +64,9 @@ export function encodeTxRecord(r: TxRecord): Buffer {
 
 export type TxRecordDecode = { ok: true; record: TxRecord } | { ok: false; reason: string };
 
-/** Views into `value`, no copies. Checks every length against the bytes present. */
-export function decodeTxRecord(value: Buffer): TxRecordDecode {
+/** Views into `value`, no copies. Checks every length against the bytes present. `headers`: the record's, when
+ *  the caller has them (the lookups header is taken from them). */
+export function decodeTxRecord(value: Buffer, headers?: Readonly<Record<string, Buffer>>): TxRecordDecode {
   if (value.length < TX_RECORD_HEADER_SZ) return { ok: false, reason: 'short header' };
   if (value[VERSION_OFF] !== TX_RECORD_VERSION) return { ok: false, reason: `unknown version ${value[VERSION_OFF]}` };
   const n = value.readUInt16LE(KEY_COUNT_OFF);
@@ -65,6 +79,7 @@ export function decodeTxRecord(value: Buffer): TxRecordDecode {
       slot: value.readBigUInt64LE(SLOT_OFF),
       accountKeys: value.subarray(TX_RECORD_HEADER_SZ, keysEnd),
       message: value.subarray(keysEnd),
+      lookups: lookupsHeaderOf(headers),
     },
   };
 }

@@ -1,3 +1,5 @@
+import { HEADER_LOOKUP_INTS, scanLookupsHeader } from '../../bus/topics/stream-transactions-lookups';
+import type { TxRecord } from '../../bus/topics/stream-transactions';
 import { LOOKUP_INTS, scanLookups } from '../../proto/tx-message-reader';
 import { keysWithLoaded, type LoadedAddresses } from '../filter/loaded-addresses';
 import { lookupMetrics } from './lookup-metrics';
@@ -10,6 +12,15 @@ import { copyIndexes, usableAt } from './table-resolver';
 // load, in one contiguous block as FilterIndex.match takes them (the order within does not change a match).
 // The block is a scratch buffer reused for every transaction: valid until the next call, and nothing is allocated
 // per transaction.
+//
+// A record's lookups come from its lookups header when it has one (every record ingest produces now), from its
+// message bytes otherwise (older records): both scans give the same offsets layout, into their own bytes, which
+// `src` names for the rest of the call.
+
+/** What the match needs of a record. */
+export type RecordKeys = Pick<TxRecord, 'accountKeys' | 'message' | 'lookups' | 'slot'>;
+
+if ((HEADER_LOOKUP_INTS as number) !== LOOKUP_INTS) throw new Error('the two lookup scans must share one layout');
 
 /** A v0 transaction names at most 256 accounts in all (u8 indexes); the buffer grows past this only for a
  *  malformed record. */
@@ -30,6 +41,8 @@ export class MatchKeys {
   private at: Int32Array = new Int32Array(LOOKUP_INTS * 8);
   /** Per call (matchRecord): the key ids of the loaded addresses some filter lists. */
   private ids: Int32Array = new Int32Array(INITIAL_KEYS);
+  /** Per call: the bytes the offsets in `at` point into (the lookups header, or the message). */
+  private src: Buffer = Buffer.alloc(0);
 
   constructor(private readonly cache: TableCache) {}
 
@@ -44,8 +57,9 @@ export class MatchKeys {
    * -1 when a table is not known yet: the caller resolves through the resolver (which fetches and waits) and
    * calls withLoaded. No allocation: FilterIndex.match takes the block and the length.
    */
-  forRecord(accountKeys: Buffer, message: Buffer, slot: bigint): number {
-    const k = this.prepare(message, slot);
+  forRecord(r: RecordKeys): number {
+    const accountKeys = r.accountKeys;
+    const k = this.prepare(r);
     if (k === UNKNOWN) return -1;
     const a = this.at;
     const held = this.held;
@@ -60,7 +74,7 @@ export class MatchKeys {
       for (let i = 0; i < k; i++) {
         if (held[i] === UNUSABLE) continue;
         const j = i * LOOKUP_INTS + 1 + 2 * pass;
-        o = copyIndexes(held[i]!.words, message, a[j]!, a[j + 1]!, this.outWords, o);
+        o = copyIndexes(held[i]!.words, this.src, a[j]!, a[j + 1]!, this.outWords, o);
       }
     }
     held.length = 0; // drop the references until the next call
@@ -73,25 +87,26 @@ export class MatchKeys {
    * `index.match(block, forRecord(...))`, with the same metrics and refreshes. null when a table is not known
    * yet (as forRecord's -1).
    */
-  matchRecord<S>(index: FilterIndex<S>, hits: TableHits, accountKeys: Buffer, message: Buffer, slot: bigint): Match<S>[] | null {
-    const k = this.prepare(message, slot);
+  matchRecord<S>(index: FilterIndex<S>, hits: TableHits, r: RecordKeys): Match<S>[] | null {
+    const k = this.prepare(r);
     if (k === UNKNOWN) return null;
-    const n = this.hitIds(hits, message, k);
-    return index.matchIds(accountKeys, accountKeys.length, this.ids, n);
+    const n = this.hitIds(hits, k);
+    return index.matchIds(r.accountKeys, r.accountKeys.length, this.ids, n);
   }
 
   /** matchRecord for v2's split match (static and loaded answers apart: loaded-match.ts). */
-  matchSplitRecord<S>(index: FilterIndex<S>, hits: TableHits, accountKeys: Buffer, message: Buffer, slot: bigint): SplitMatch<S>[] | null {
-    const k = this.prepare(message, slot);
+  matchSplitRecord<S>(index: FilterIndex<S>, hits: TableHits, r: RecordKeys): SplitMatch<S>[] | null {
+    const k = this.prepare(r);
     if (k === UNKNOWN) return null;
-    const n = this.hitIds(hits, message, k);
-    return index.matchSplitIds(accountKeys, accountKeys.length, this.ids, n);
+    const n = this.hitIds(hits, k);
+    return index.matchSplitIds(r.accountKeys, r.accountKeys.length, this.ids, n);
   }
 
   /** The key ids of the loaded addresses some filter lists, in load order (writable of every lookup, then
    *  readonly), into `ids`; returns how many. Clears `held`. */
-  private hitIds(hits: TableHits, message: Buffer, k: number): number {
+  private hitIds(hits: TableHits, k: number): number {
     const a = this.at;
+    const message = this.src;
     const held = this.held;
     let n = 0;
     for (let pass = 0; pass < 2; pass++) {
@@ -126,15 +141,19 @@ export class MatchKeys {
   }
 
   /**
-   * The lookups of the message into `at`, and their tables into `held` (UNUSABLE where the lookup does not resolve
+   * The lookups of the record into `at` (offsets into `src`), and their tables into `held` (UNUSABLE where the lookup does not resolve
    * in `slot`, counted and refreshed as the chain's rules say). Returns how many lookups (≤ 0: none, or bytes that
    * do not parse: matched on the static keys), or UNKNOWN when a table is not known yet (`held` left empty).
    */
-  private prepare(message: Buffer, slot: bigint): number {
-    let k = scanLookups(message, this.at);
+  private prepare(r: RecordKeys): number {
+    const slot = r.slot;
+    const header = r.lookups;
+    const message = header ?? r.message;
+    this.src = message;
+    let k = header !== null ? scanLookupsHeader(header, this.at) : scanLookups(message, this.at);
     while (k === -2) {
       this.at = growInts(this.at);
-      k = scanLookups(message, this.at);
+      k = header !== null ? scanLookupsHeader(header, this.at) : scanLookups(message, this.at);
     }
     const a = this.at;
     const held = this.held;

@@ -18,7 +18,7 @@ import { streamResources, type StreamResources } from '../stream-resources';
 import { KeyRate } from '../update-rate';
 import type { TxRecord } from '../../bus/topics/stream-transactions';
 import type { LookupTables } from '../lookup-tables/lookup-tables';
-import { readLookups } from '../lookup-tables/read-lookups';
+import { recordLookups } from '../lookup-tables/read-lookups';
 import { TableHits } from '../lookup-tables/table-hits';
 import type { Match } from '../filter/filter-index';
 
@@ -233,7 +233,7 @@ export class Fanout {
     this.counts.transactions++;
     fanoutMetrics.transactions.inc();
     if (this.matchLoaded !== undefined) {
-      const matches = this.matchLoaded.keys.matchRecord(this.index, this.tableHits, r.accountKeys, r.message, r.slot);
+      const matches = this.matchLoaded.keys.matchRecord(this.index, this.tableHits, r);
       if (matches === null) return this.matchWhenResolved(this.matchLoaded, r);
       return this.deliver(matches, r);
     }
@@ -242,7 +242,7 @@ export class Fanout {
 
   /** A transaction naming a table not held yet: matched once the resolver answers (at most waitMs later). */
   private matchWhenResolved(lt: LookupTables, r: TxRecord): void {
-    const lookups = readLookups(r.message);
+    const lookups = recordLookups(r);
     if (lookups === null) return this.deliver(this.index.match(r.accountKeys), r);
     lt.resolver.resolve(lookups, r.slot, (loaded) => {
       if (this.closed) return;

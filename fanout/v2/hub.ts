@@ -13,7 +13,7 @@ import { streamError, type StreamError, type StreamErrorKind } from '../errors';
 import { FilterIndex, type Match, type SplitMatch } from '../filter/filter-index';
 import { noResolution, type LoadedAddresses, type LoadedAddressResolver, type TableLookup } from '../filter/loaded-addresses';
 import type { LookupTables } from '../lookup-tables/lookup-tables';
-import { readLookups } from '../lookup-tables/read-lookups';
+import { recordLookups } from '../lookup-tables/read-lookups';
 import { TableHits } from '../lookup-tables/table-hits';
 import { fanoutMetrics } from '../metrics';
 import type { QueueBudget } from '../queue-budget';
@@ -22,6 +22,7 @@ import { StreamUsage } from '../stream-usage';
 import { clonePosition, cloneMarks, encodeCursor, marksFor, TopicTag, type Marks, type Position } from './cursor';
 import type { MessageEncoding } from '../../proto/grpc-compression';
 import { UpdateCompression } from './compression';
+import { beforeTicks, deliverTicks, type TickUpdates } from './entry-ticks';
 import { InOrderHold, type Held } from './hold';
 import { LiveDelivery, type LiveUpdate } from './live-delivery';
 import { mergeSplit } from './loaded-match';
@@ -325,12 +326,12 @@ export class V2Hub {
     if (this.loadedStreams > 0 && m.value !== null) {
       let r = decoded ?? null;
       if (r === null) {
-        const d = decodeTxRecord(m.value);
+        const d = decodeTxRecord(m.value, m.headers);
         if (d.ok) r = withBlockRef(d.record, m.headers);
       }
       if (r !== null) {
         e.record = r;
-        const lookups = readLookups(r.message);
+        const lookups = recordLookups(r);
         e.lookups = lookups;
         if (lookups !== null && lookups.length > 0) {
           if (this.tableHits !== null && this.hold.empty && this.matchAgainstTables(m, r, lookups)) return;
@@ -382,7 +383,7 @@ export class V2Hub {
    */
   private matchAgainstTables(m: BusMessage, r: TxRecord, lookups: readonly TableLookup[]): boolean {
     const t = this.opts.tables!;
-    const pre = t.keys.matchSplitRecord(this.index, this.tableHits!, r.accountKeys, r.message, r.slot);
+    const pre = t.keys.matchSplitRecord(this.index, this.tableHits!, r);
     if (pre === null) return false;
     this.counts.resolved++;
     this.processTx(m, r, lookups, null, pre);
@@ -394,7 +395,7 @@ export class V2Hub {
     if (m.value === null) return;
     let r = decoded;
     if (r === null) {
-      const d = decodeTxRecord(m.value);
+      const d = decodeTxRecord(m.value, m.headers);
       if (!d.ok) return;
       r = withBlockRef(d.record, m.headers);
     }
@@ -420,9 +421,9 @@ export class V2Hub {
     const r = withBlockRef(d.record, m.headers);
     this.counts.entries++;
     if (r.slot > this.newest) this.newest = r.slot;
-    this.entryUpdate.record = r;
+    this.entryUpdate.set(r, p, o, this.prevMark);
     this.live.run(this.sessions, TopicTag.entries, p, o, r.slot, this.entryUpdate);
-    this.entryUpdate.record = null;
+    this.entryUpdate.clear();
     if (this.rawStreams > 0 && this.index.size.subscribers > 0) this.deliverRaw(r, p, o);
     this.afterRecord();
   }
@@ -660,10 +661,32 @@ class TxUpdate implements LiveUpdate<Match<V2Session>> {
   }
 }
 
-/** An entry record's Entry update, for the streams that asked for entries. */
+/**
+ * An entry record's Entry update, for the streams that asked for entries, after the updates of the ticks it carries
+ * (entry-ticks.ts: with the cursor before the record, made once per cursor).
+ */
 class EntryUpdate implements LiveUpdate<V2Session> {
-  record: EntryRecord | null = null;
+  private record: EntryRecord | null = null;
+  private partition = 0;
+  private offset = 0;
+  /** The marker of the position before the record (its ticks' cursor). */
+  private prevMark = 0;
+  private ticks: TickUpdates | null = null;
+  private ticksAfter: Buffer | null = null;
   constructor(private readonly now: () => number) {}
+
+  set(r: EntryRecord, partition: number, offset: number, prevMark: number): void {
+    this.record = r;
+    this.partition = partition;
+    this.offset = offset;
+    this.prevMark = prevMark;
+  }
+
+  clear(): void {
+    this.record = null;
+    this.ticks = this.ticksAfter = null;
+  }
+
   stream(s: V2Session): V2Session {
     return s;
   }
@@ -674,6 +697,14 @@ class EntryUpdate implements LiveUpdate<V2Session> {
     return encodeEntryShared(cursor, this.now(), this.record!);
   }
   deliver(_t: V2Session, s: V2Session, body: Buffer, cursor: Buffer): void {
+    const r = this.record!;
+    if (r.ticks.length > 0) {
+      if (this.ticksAfter !== cursor) {
+        this.ticks = beforeTicks(r, withEntryOffset(cursor, this.partition, this.offset, this.prevMark), this.now());
+        this.ticksAfter = cursor;
+      }
+      deliverTicks(s, this.ticks!, false);
+    }
     s.deliverEntry(body, cursor, false);
   }
 }

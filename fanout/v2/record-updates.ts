@@ -4,7 +4,7 @@ import { encodeTxShared } from '../../proto/wire-v2';
 import type { CompiledFilterSet } from '../filter/compile';
 import type { FilterIndex, Match } from '../filter/filter-index';
 import type { LoadedAddresses, LoadedAddressResolver, TableLookup } from '../filter/loaded-addresses';
-import { readLookups } from '../lookup-tables/read-lookups';
+import { recordLookups } from '../lookup-tables/read-lookups';
 import { decodeCursor, encodeCursor, stampOf, TopicTag } from './cursor';
 import { allUnresolved, matchWithLoaded, type LoadedAware } from './loaded-match';
 
@@ -32,7 +32,7 @@ export interface RawMatch {
  */
 export function matchTx<S extends MatchTarget>(index: FilterIndex<S>, resolver: LoadedAddressResolver, r: TxRecord, lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null, flagged: boolean): { matches: Match<S>[]; loaded: LoadedAddresses | null } {
   if (!flagged) return { matches: index.match(r.accountKeys), loaded: null };
-  lookups ??= readLookups(r.message);
+  lookups ??= recordLookups(r);
   if (lookups === null || lookups.length === 0) return { matches: index.match(r.accountKeys), loaded: null };
   if (loaded === null) {
     let now: LoadedAddresses | null = null;

@@ -8,8 +8,9 @@ import { encodeEntryShared, encodeLoadedAddresses, encodeSlotShared, SlotStatus 
 import type { CompiledFilterSet } from '../filter/compile';
 import { FilterIndex } from '../filter/filter-index';
 import type { LoadedAddresses, LoadedAddressResolver, TableLookup } from '../filter/loaded-addresses';
-import { readLookups } from '../lookup-tables/read-lookups';
+import { recordLookups } from '../lookup-tables/read-lookups';
 import { clonePosition, cloneMarks, TopicTag, type Marks, type Position } from './cursor';
+import { beforeTicks, deliverTicks } from './entry-ticks';
 import { matchRaw, matchTx, rawShared, txShared, withEntryOffset, type MatchTarget } from './record-updates';
 
 // One stream's replay, from the bus position its start resolved to up to the hub's live position: a bus reader of
@@ -26,8 +27,9 @@ export interface ReplayRecord {
   key: Buffer | null;
   value: Buffer | null;
   timestamp: number;
-  /** The record's headers (the `blk` block reference, bus/topics/block-ref.ts). */
-  headers?: Record<string, Buffer>;
+  /** The record's headers (the `blk` block reference, bus/topics/block-ref.ts; a transaction's `lookups`,
+   *  stream-transactions-lookups.ts). */
+  headers?: Readonly<Record<string, Buffer>>;
 }
 
 /** What a replay needs of its hub (hub.ts). */
@@ -230,7 +232,7 @@ export class Replay {
   }
 
   private transaction(r: ReplayRecord, at: () => Buffer): Promise<void> | undefined {
-    const d = decodeTxRecord(r.value!);
+    const d = decodeTxRecord(r.value!, r.headers);
     const s = this.target;
     if (!d.ok || d.record.slot < s.minSlot) return;
     const rec = withBlockRef(d.record, r.headers);
@@ -243,7 +245,7 @@ export class Replay {
       }
     };
     if (s.loadedMask === 0) return void deliver(null, null);
-    const lookups = readLookups(rec.message);
+    const lookups = recordLookups(rec);
     if (lookups === null || lookups.length === 0) return void deliver(null, null);
     // One record of one stream at a time (the replay awaits it), so one resolution per replayed record.
     let sync = true;
@@ -270,6 +272,8 @@ export class Replay {
     const r = withBlockRef(d.record, rec.headers);
     if (s.entries) {
       const c = at();
+      // The ticks the record carries come first, with the cursor before the record (entry-ticks.ts).
+      if (r.ticks.length > 0) deliverTicks(s, beforeTicks(r, withEntryOffset(c, rec.partition, rec.offset, this.prevMark), this.src.now()), true);
       s.deliverEntry(encodeEntryShared(c, this.src.now(), r), c, true);
     }
     if (s.rawMask === 0) return;

@@ -1,10 +1,11 @@
 import crypto from 'node:crypto';
 import bs58 from 'bs58';
-import { decodeTxRecord, encodeTxRecord } from '../../bus/topics/stream-transactions';
+import { decodeTxRecord, encodeTxRecord, type TxRecord } from '../../bus/topics/stream-transactions';
 import { compileFilters, type CompiledFilterSet } from '../../fanout/filter/compile';
 import { FilterIndex } from '../../fanout/filter/filter-index';
 import { openLookupTables } from '../../fanout/lookup-tables/lookup-tables';
-import { readLookups } from '../../fanout/lookup-tables/read-lookups';
+import { recordLookups } from '../../fanout/lookup-tables/read-lookups';
+import { encodeLookupsHeader, LOOKUPS_HEADER } from '../../bus/topics/stream-transactions-lookups';
 import { parseFanoutConfig } from '../../fanout/config';
 import type { LoadedAddresses } from '../../fanout/filter/loaded-addresses';
 import { matchWithLoaded, mergeSplit } from '../../fanout/v2/loaded-match';
@@ -20,7 +21,8 @@ import type { BenchResult } from './stats';
 
 // Matching cost per transaction with lookup-table resolution on (fanout.lookupTables.matchV1, tables held) beside
 // off, in the same run, on the same records and filter index: the hub's per-transaction work up to the match —
-// decode the record, (on: look for table-program instructions, read the lookups from the message bytes, apply the
+// decode the record, (on: look for table-program instructions, read the lookups from the record's lookups header
+// (bus/topics/stream-transactions-lookups.ts, what ingest sets on every record), apply the
 // chain's rules, read each used index in the table's precomputed hit list — table-hits.ts — and walk the index over
 // the static keys plus the loaded keys some filter lists), the match.
 //
@@ -30,7 +32,8 @@ import type { BenchResult } from './stats';
 // addresses add 82% more matches: 9.87 per transaction against 5.43).
 // Figures: CPU ns per transaction (off, on, ratio; aim ≤ 1.3×), and the added latency per transaction for held
 // tables (p50/p99 of on − off, measured per transaction in alternation; aim p99 < 0.1 ms).
-// Same-run references: on_block, the previous path (loaded addresses copied next to the static keys, every key
+// Same-run references: on_old_record / v2_on_old_record, the same records as an ingest before the header wrote
+// them (the lookups read out of the message's protobuf bytes, proto/tx-message-reader.ts); on_block, the previous path (loaded addresses copied next to the static keys, every key
 // looked up), and no_loaded_hits, the same shape of filters with static-pool keys only (the loaded addresses add no
 // match: on − off is what resolution itself costs).
 // v2 (match_loaded_addresses on every filter, fanout/v2/hub.ts): read the lookups, one walk against the hit lists
@@ -71,7 +74,9 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     while (s.size < n) s.add(pick(TABLE_LEN));
     return Buffer.from([...s]);
   };
-  const records: Buffer[] = [];
+  const records: Rec[] = [];
+  /** The same records as an ingest before the lookups header wrote them: lookups in the message only. */
+  const oldRecords: Rec[] = [];
   for (let i = 0; i < TXS; i++) {
     const a = pick(TABLES);
     const b = (a + 1 + pick(TABLES - 1)) % TABLES;
@@ -90,10 +95,12 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
       ],
       versioned: true,
     };
-    records.push(encodeTxRecord({ slot: 2000n, observedAtMs: 0, accountKeys: Buffer.concat(fields.accountKeys), message: encodeTransaction(fields) }));
+    const value = encodeTxRecord({ slot: 2000n, observedAtMs: 0, accountKeys: Buffer.concat(fields.accountKeys), message: encodeTransaction(fields) });
+    records.push({ value, headers: { [LOOKUPS_HEADER]: encodeLookupsHeader(fields.addressTableLookups) } });
+    oldRecords.push({ value, headers: {} });
   }
   // Warm the cache: every table fetched once.
-  await Promise.all(records.slice(0, 2000).map((r) => new Promise<void>((res) => lt.resolver.resolve(readLookups(decodeRecord(r).message)!, 2000n, () => res()))));
+  await Promise.all(records.slice(0, 2000).map((r) => new Promise<void>((res) => lt.resolver.resolve(recordLookups(decodeRecord(r))!, 2000n, () => res()))));
   if (lt.cache.size.tables !== TABLES) throw new Error(`cache holds ${lt.cache.size.tables} tables`);
 
   const index = new FilterIndex<number>();
@@ -127,72 +134,72 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   const hits = new TableHits(index);
   const v2hits = new TableHits(v2index);
   const staticHits = new TableHits(staticIndex);
-  const offS = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const offS = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     matched += staticIndex.match(d.record.accountKeys).length;
   };
-  const onS = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const onS = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const m = lt.keys.matchRecord(staticIndex, staticHits, r.accountKeys, r.message, r.slot);
+    const m = lt.keys.matchRecord(staticIndex, staticHits, r);
     if (m === null) throw new Error('a held table was not answered at once');
     matched += m.length;
   };
   let matched = 0;
-  const off = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const off = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     matched += index.match(d.record.accountKeys).length;
   };
   // matchV1 as fanout/v1/hub.ts runs it: against the tables' hit lists (table-hits.ts).
-  const on = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const on = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const m = lt.keys.matchRecord(index, hits, r.accountKeys, r.message, r.slot);
+    const m = lt.keys.matchRecord(index, hits, r);
     if (m === null) throw new Error('a held table was not answered at once');
     matched += m.length;
   };
   /** The previous path, kept as a same-run reference: loaded addresses copied next to the static keys, then matched. */
-  const onBlock = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const onBlock = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const n = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
+    const n = lt.keys.forRecord(r);
     if (n < 0) throw new Error('a held table was not answered at once');
     matched += index.match(lt.keys.block, n).length;
   };
   /** The resolution alone (observe + loaded keys), without the match. */
-  const resolveOnly = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const resolveOnly = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const n = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
+    const n = lt.keys.forRecord(r);
     if (n < 0) throw new Error('a held table was not answered at once');
     matched += n;
   };
-  const v2off = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const v2off = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     matched += v2index.match(d.record.accountKeys).length;
   };
   // v2 as the hub runs it for a live record while nothing is held: read the lookups, match against the tables'
   // hit lists (one walk, flagged and unflagged answers), merge per stream. Building and encoding `loaded` is
   // delivery (only for a record some flagged stream receives): timed apart, in v2Deliver.
-  const v2Pending: Array<{ lookups: ReturnType<typeof readLookups>; slot: bigint }> = [];
-  const v2on = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const v2Pending: Array<{ lookups: ReturnType<typeof recordLookups>; slot: bigint }> = [];
+  const v2on = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const lookups = readLookups(r.message)!;
-    const pre = lt.keys.matchSplitRecord(v2index, v2hits, r.accountKeys, r.message, r.slot);
+    const lookups = recordLookups(r)!;
+    const pre = lt.keys.matchSplitRecord(v2index, v2hits, r);
     if (pre === null || lookups.length === 0) throw new Error('a held table was not answered at once');
     const m = mergeSplit(pre);
     matched += m.length;
@@ -205,12 +212,12 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     return bytes;
   };
   /** The previous v2 path (same-run reference): resolve into loaded lists, match static + loaded bytes, encode. */
-  const v2onBlock = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const v2onBlock = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     const r = d.record;
     lt.observer.observe(r.accountKeys, r.message, r.slot);
-    const lookups = readLookups(r.message)!;
+    const lookups = recordLookups(r)!;
     let loaded: LoadedAddresses | null = null;
     lt.resolver.resolve(lookups, r.slot, (l) => (loaded = l));
     const got: LoadedAddresses | null = loaded;
@@ -218,8 +225,8 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     const m = matchWithLoaded(v2index, r.accountKeys, got);
     if (m.length > 0) matched += encodeLoadedAddresses(got).length > 0 ? m.length : 0;
   };
-  const decodeOnly = (rec: Buffer): void => {
-    const d = decodeTxRecord(rec);
+  const decodeOnly = (rec: Rec): void => {
+    const d = decodeTxRecord(rec.value, rec.headers);
     if (!d.ok) throw new Error(d.reason);
     matched += d.record.accountKeys.length;
   };
@@ -227,16 +234,16 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   const staticBlocks = records.map((r) => Buffer.from(decodeRecord(r).accountKeys));
   const fullBlocks = records.map((rec) => {
     const r = decodeRecord(rec);
-    const n = lt.keys.forRecord(r.accountKeys, r.message, r.slot);
+    const n = lt.keys.forRecord(r);
     return Buffer.from(lt.keys.block.subarray(0, n));
   });
   const loadedKeys = fullBlocks.reduce((a, b) => a + b.length / 32, 0) / TXS - STATIC;
   let block = 0;
   const matchStatic = (): void => void (matched += index.match(staticBlocks[block++ % TXS]!).length);
   const matchFull = (): void => void (matched += index.match(fullBlocks[block++ % TXS]!).length);
-  const cpuNsPerTx = (f: (r: Buffer) => void): number => {
+  const cpuNsPerTx = (f: (r: Rec) => void, list: Rec[] = records): number => {
     const c0 = process.cpuUsage();
-    for (const r of records) f(r);
+    for (const r of list) f(r);
     const c = process.cpuUsage(c0);
     return ((c.user + c.system) * 1000) / records.length;
   };
@@ -251,6 +258,10 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   cpuNsPerTx(v2onBlock);
   cpuNsPerTx(offS);
   cpuNsPerTx(onS);
+  cpuNsPerTx(on, oldRecords);
+  cpuNsPerTx(v2on, oldRecords);
+  const onOldNs: number[] = [];
+  const v2OnOldNs: number[] = [];
   const offSNs: number[] = [];
   const onSNs: number[] = [];
   let matchedOffS = 0;
@@ -299,6 +310,9 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
     matchedOnS = matched;
     onBlockNs.push(cpuNsPerTx(onBlock));
     v2OnBlockNs.push(cpuNsPerTx(v2onBlock));
+    onOldNs.push(cpuNsPerTx(on, oldRecords));
+    v2Pending.length = 0;
+    v2OnOldNs.push(cpuNsPerTx(v2on, oldRecords));
   }
   // Added latency per transaction: on and off timed one transaction at a time, in alternation.
   const added: number[] = [];
@@ -326,6 +340,8 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
         off_ns_per_tx: Math.round(med(offNs)),
         on_ns_per_tx: Math.round(med(onNs)),
         on_over_off: Number((med(onNs) / med(offNs)).toFixed(2)),
+        on_old_record_ns_per_tx: Math.round(med(onOldNs)),
+        on_over_old_record: Number((med(onNs) / med(onOldNs)).toFixed(2)),
         on_block_ns_per_tx: Math.round(med(onBlockNs)),
         on_block_over_off: Number((med(onBlockNs) / med(offNs)).toFixed(2)),
         no_loaded_hits_off_ns: Math.round(med(offSNs)),
@@ -351,6 +367,8 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
         v2_off_ns_per_tx: Math.round(med(v2OffNs)),
         v2_on_ns_per_tx: Math.round(med(v2OnNs)),
         v2_on_over_off: Number((med(v2OnNs) / med(v2OffNs)).toFixed(2)),
+        v2_on_old_record_ns_per_tx: Math.round(med(v2OnOldNs)),
+        v2_on_over_old_record: Number((med(v2OnNs) / med(v2OnOldNs)).toFixed(2)),
         v2_block_ns_per_tx: Math.round(med(v2OnBlockNs)),
         v2_block_over_off: Number((med(v2OnBlockNs) / med(v2OffNs)).toFixed(2)),
         v2_loaded_build_encode_ns_per_received_tx: Math.round(med(v2DeliverNs)),
@@ -362,8 +380,14 @@ export async function benchFanoutLookup(): Promise<BenchResult[]> {
   ];
 }
 
-function decodeRecord(r: Buffer): { accountKeys: Buffer; message: Buffer; slot: bigint } {
-  const d = decodeTxRecord(r);
+/** A stream.transactions record as the bus hands it over: its value and its headers. */
+interface Rec {
+  value: Buffer;
+  headers: Record<string, Buffer>;
+}
+
+function decodeRecord(r: Rec): TxRecord {
+  const d = decodeTxRecord(r.value, r.headers);
   if (!d.ok) throw new Error(d.reason);
   return d.record;
 }

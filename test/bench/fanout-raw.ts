@@ -1,9 +1,11 @@
 import os from 'node:os';
+import path from 'node:path';
 import type { FanoutStats } from '../../fanout/v1/hub';
 import { FanoutChild } from '../fanout/child-process';
 import { serverP99 } from './fanout';
 import { uniqueTopics } from '../fanout/support';
 import { loadClientKinds, openLoad, type Load, type LoadClientKind } from './fanout-load';
+import { WORKLOAD } from './fanout-workload';
 import { fmt, sleep, type BenchResult } from './stats';
 
 // The fanout's own cost per delivered message, under a load client cheaper than the server: 1,000 subscriber
@@ -31,6 +33,18 @@ import { fmt, sleep, type BenchResult } from './stats';
 // FANOUT_BENCH_SEARCH=0: skip the searches; FANOUT_BENCH_RATES=4000: other fixed rates; FANOUT_BENCH_PHASE_S=20: longer phases.
 // FANOUT_BENCH_CLIENT=go|node|go,node: the load client(s); default go when `go` is on PATH, else node (each case
 // runs once per client, in a fresh fanout child).
+// p99 beside the build before: FANOUT_BENCH_BASELINE=<root of another checkout, built> runs, after the cases
+// above, FANOUT_BENCH_P99_ROUNDS rounds (default 4; 0 skips) of one 4,000 tx/s phase of FANOUT_BENCH_P99_PHASE_S
+// (default 6) with 1,000 streams on 1,000 connections, own HTTP/2 in one process, alternating this build and that
+// one's fanout child (and workload) ABBA, each phase in a fresh child: per build the median p99 and CPU per
+// delivered message with their spread over rounds (min–max), and this ÷ base per round. Without a baseline the
+// rounds run on this build alone (their spread is the noise a difference must exceed). FANOUT_BENCH_P99_ONLY=1: only
+// these rounds.
+const BASELINE = process.env.FANOUT_BENCH_BASELINE;
+const P99_ROUNDS = Number(process.env.FANOUT_BENCH_P99_ROUNDS ?? 4);
+const P99_PHASE_S = Number(process.env.FANOUT_BENCH_P99_PHASE_S ?? 6);
+const P99_RATE = 4000;
+const P99_CONNECTIONS = 1000;
 const PROFILE_DIR = process.env.FANOUT_BENCH_PROFILE;
 const NODE_ARGS = (process.env.FANOUT_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const PHASE_S = Number(process.env.FANOUT_BENCH_PHASE_S ?? 4);
@@ -189,11 +203,12 @@ function phaseRow(c: CaseSpec, p: PhaseResult, what: string): BenchResult {
   };
 }
 
-async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
-  const child = await FanoutChild.start(
+/** A fanout child for case `c`: this build's, or (`root`) another built checkout's with its own workload. */
+function startChild(c: CaseSpec, root?: string): Promise<FanoutChild> {
+  return FanoutChild.start(
     {
       bus: 'embedded',
-      feedModule: require.resolve('./fanout-workload'),
+      feedModule: root === undefined ? require.resolve('./fanout-workload') : path.join(root, 'dist', 'test', 'bench', 'fanout-workload.js'),
       workers: c.workers,
       fanout: {
         topics: uniqueTopics('bench-raw'),
@@ -208,7 +223,12 @@ async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
       },
     },
     [...NODE_ARGS, ...(PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`])],
+    root,
   );
+}
+
+async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
+  const child = await startChild(c);
   const out: BenchResult[] = [];
   let load: Load | undefined;
   try {
@@ -260,6 +280,75 @@ async function runCase(c: CaseSpec, search: boolean): Promise<BenchResult[]> {
   return out;
 }
 
+/** One 4,000 tx/s phase in a fresh child of `root`'s build (undefined: this one), after a warm-up. */
+async function p99Phase(client: LoadClientKind, root: string | undefined): Promise<PhaseResult> {
+  const c: CaseSpec = { client, transport: 'h2', connections: P99_CONNECTIONS, workers: 1 };
+  const child = await startChild(c, root);
+  let load: Load | undefined;
+  try {
+    load = await openLoad(client, child.address, c.connections);
+    await child.feed({ rate: 2000, seconds: 1, seq0: 0 }, 30_000); // warm up
+    await drain(child, load, 2000);
+    await sleep(300);
+    return await runPhase(child, load, P99_RATE, P99_PHASE_S, 2000);
+  } finally {
+    if (load !== undefined) await load.close();
+    await child.close();
+  }
+}
+
+/** The p99 rounds (see the header): rows per build and the per-round ratios. */
+async function p99Rounds(client: LoadClientKind): Promise<BenchResult[]> {
+  const builds: Array<{ name: string; root: string | undefined }> = [{ name: 'this', root: undefined }, ...(BASELINE === undefined ? [] : [{ name: 'base', root: BASELINE }])];
+  const got = new Map<string, PhaseResult[]>(builds.map((b) => [b.name, []]));
+  const ratios: Array<{ p99: number; us: number }> = [];
+  for (let r = 0; r < P99_ROUNDS; r++) {
+    const order = r % 2 === 0 ? builds : [...builds].reverse(); // ABBA: a drift over the run hits both alike
+    const round = new Map<string, PhaseResult>();
+    for (const b of order) {
+      const p = await p99Phase(client, b.root);
+      got.get(b.name)!.push(p);
+      round.set(b.name, p);
+    }
+    const t = round.get('this')!;
+    const b = round.get('base');
+    if (b !== undefined) ratios.push({ p99: t.p99 / b.p99, us: t.usPerMsg / b.usPerMsg });
+  }
+  const med = (xs: number[]): number => xs.slice().sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+  const range = (xs: number[], digits = 2): string => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+  const out: BenchResult[] = builds.map((b) => {
+    const ps = got.get(b.name)!;
+    return {
+      bench: 'fanout-raw',
+      case: `p99 rounds: ${fmt(P99_RATE)} tx/s × ${WORKLOAD.subscribers} streams, ${P99_CONNECTIONS} connections, own HTTP/2, one process, ${client} client, ${b.name === 'this' ? 'this build' : `build before (${b.root})`}`,
+      figures: {
+        rounds: ps.length,
+        p99_ms_median: med(ps.map((p) => p.p99)),
+        p99_ms_spread: range(ps.map((p) => p.p99)),
+        p50_ms_median: med(ps.map((p) => p.p50)),
+        server_us_per_msg_median: med(ps.map((p) => p.usPerMsg)),
+        server_us_per_msg_spread: range(ps.map((p) => p.usPerMsg)),
+        kept_up: `${ps.filter((p) => p.behind === undefined).length}/${ps.length}`,
+      },
+      note: ps.map((p) => p.behind).filter((x) => x !== undefined).join('; ') || undefined,
+    };
+  });
+  if (ratios.length > 0) {
+    out.push({
+      bench: 'fanout-raw',
+      case: 'p99 rounds: this build ÷ build before, per round',
+      figures: {
+        p99_ratio_median: med(ratios.map((x) => x.p99)),
+        p99_ratio_spread: range(ratios.map((x) => x.p99)),
+        us_per_msg_ratio_median: med(ratios.map((x) => x.us)),
+        us_per_msg_ratio_spread: range(ratios.map((x) => x.us), 3),
+      },
+      note: 'a difference counts when the spread of the per-round ratios stays on one side of 1 (aim: CPU per message ≤ 1.05)',
+    });
+  }
+  return out;
+}
+
 export async function benchFanoutRaw(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   const only = process.env.FANOUT_BENCH_ONLY;
@@ -269,7 +358,7 @@ export async function benchFanoutRaw(): Promise<BenchResult[]> {
   const search = process.env.FANOUT_BENCH_SEARCH !== '0';
   const clients = loadClientKinds();
   if (clients.kinds.length === 1 && clients.kinds[0] === 'node' && process.env.FANOUT_BENCH_CLIENT === undefined) console.log(`fanout-raw: ${clients.note}`);
-  for (const connections of conns) {
+  for (const connections of process.env.FANOUT_BENCH_P99_ONLY === '1' ? [] : conns) {
     for (const client of clients.kinds) {
       if (only !== 'h2' && workerCounts.includes(1)) {
         results.push(...(await runCase({ client, transport: 'grpc-js', connections, workers: 1 }, false)));
@@ -278,6 +367,7 @@ export async function benchFanoutRaw(): Promise<BenchResult[]> {
       for (const workers of workerCounts) results.push(...(await runCase({ client, transport: 'h2', connections, workers }, search)));
     }
   }
+  if (P99_ROUNDS > 0) for (const client of clients.kinds) results.push(...(await p99Rounds(client)));
   results.push({
     bench: 'fanout-raw',
     case: 'how to read',

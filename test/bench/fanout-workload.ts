@@ -1,5 +1,6 @@
 import type { Bus, ProduceRecord } from '../../bus/bus';
 import { encodeTxRecord } from '../../bus/topics/stream-transactions';
+import { encodeLookupsHeader, LOOKUPS_HEADER } from '../../bus/topics/stream-transactions-lookups';
 import { encodeTransaction } from '../../proto/wire';
 import { b58, fixtureTxs } from '../fanout/support';
 import { rng } from '../support/prng';
@@ -70,6 +71,8 @@ export interface TxTemplate {
   /** Where signatures[0] sits in `value`. */
   sigOff: number;
   keys: Buffer;
+  /** The record headers ingest sets (its lookups header: bus/topics/stream-transactions-lookups.ts); never written. */
+  headers: Record<string, Buffer>;
 }
 
 /** The transaction templates (deterministic). */
@@ -90,7 +93,7 @@ export function txTemplates(): TxTemplate[] {
     const value = encodeTxRecord({ slot: base.slot, observedAtMs: 0, accountKeys: keys, message });
     const sigOff = value.indexOf(sig, value.length - message.length);
     if (sigOff < 0) throw new Error('signature not found in the encoded template');
-    out.push({ value, sigOff, keys });
+    out.push({ value, sigOff, keys, headers: { [LOOKUPS_HEADER]: encodeLookupsHeader(base.addressTableLookups) } });
   }
   return out;
 }
@@ -111,7 +114,7 @@ export function stampRecord(t: TxTemplate, seq: number): ProduceRecord {
   value.writeDoubleLE(now, 4); // observed-at in the record header (TX record layout: +4 f64)
   value.writeDoubleLE(now, t.sigOff + STAMP_OFF);
   value.writeDoubleLE(seq, t.sigOff + SEQ_OFF);
-  return { key: value.subarray(t.sigOff, t.sigOff + 64), value };
+  return { key: value.subarray(t.sigOff, t.sigOff + 64), value, headers: t.headers };
 }
 
 const MAX_RECORDS_PER_PRODUCE = 256;

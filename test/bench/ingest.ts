@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { EmbeddedBus } from '../../bus/embedded';
 import { encodeBlockMarker } from '../../ingest/entry/block-component';
@@ -7,8 +8,10 @@ import { encodeEntryBatch } from '../../ingest/entry/entries';
 import { Pipeline, nowMs, type PipelineStats } from '../../ingest/pipeline';
 import { DEFAULT_TOPICS, publishSink } from '../../ingest/publish-sink';
 import { Publisher } from '../../ingest/publisher';
-import { publicKeyFromSeed } from '../../ingest/shred/ed25519';
+import { publicKeyFromSeed, verifyEd25519 } from '../../ingest/shred/ed25519';
 import { fixedLeader } from '../../ingest/shred/leader-keys';
+import { buildLevels, leafHash } from '../../ingest/shred/merkle';
+import { isShredView, parseShred } from '../../ingest/shred/parse';
 import { shredBatch } from '../../ingest/shred/shredder';
 import { decodeTransaction } from '../../proto/txn/decode';
 import { createLogger } from '../../infra/base/log';
@@ -31,7 +34,17 @@ import { formatResults, ProcessSampler, summarize, type BenchResult } from './st
 //   alpenglow  — the same batches framed as Alpenglow blocks (Header, batches, Footer, final tick, each in sets of
 //                its own; the block rules and block id run at each slot's end) beside the tower-era stream,
 //                interleaved in the same run.
-// BENCH_SLOTS scales the stream (default 60 slots × 4 batches ≈ 32k shreds, 500 sets, 18k transactions).
+//   crypto floor — the same loss-free stream's verification alone, as Node does it at the least: every shred's
+//                leaf hashed (sha256 of its signed bytes), each FEC set's tree nodes hashed once (63 for 64
+//                leaves), one ed25519 verify of the leader's signature over each set's root; none of the
+//                pipeline's bookkeeping, recovery, reassembly, decode or records. Run in rounds interleaved with
+//                the loss-free case (entries on), each round giving ingest per shred ÷ floor (aim ≤ 1.45×);
+//   build before — with INGEST_BASELINE=<root of another checkout, built>, that build's Pipeline and publish sink
+//                run the same packets in the same rounds (this, base, floor, …), so both ratios come from one run.
+// BENCH_SLOTS scales the stream (default 60 slots × 4 batches ≈ 32k shreds, 500 sets, 18k transactions);
+// INGEST_ROUNDS the interleaved rounds (default 5); INGEST_FLOOR_ONLY=1 runs the floor rounds alone.
+const BASELINE = process.env.INGEST_BASELINE;
+const ROUNDS = Number(process.env.INGEST_ROUNDS ?? 5);
 
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 60);
 const BATCHES_PER_SLOT = 4;
@@ -126,6 +139,59 @@ function pipelineFor(leader: Buffer, sink: ConstructorParameters<typeof Pipeline
   return new Pipeline({ shredVersion: SHRED_VERSION, leaders: fixedLeader(leader), slotWindow: 512, sink });
 }
 
+/** What the throughput case needs of a build: this one's modules, or another checkout's (INGEST_BASELINE). */
+interface IngestBuild {
+  name: string;
+  Pipeline: typeof Pipeline;
+  publishSink: typeof publishSink;
+  fixedLeader: typeof fixedLeader;
+  topics: typeof DEFAULT_TOPICS;
+}
+
+const THIS_BUILD: IngestBuild = { name: 'this', Pipeline, publishSink, fixedLeader, topics: DEFAULT_TOPICS };
+
+/** Another built checkout's ingest modules, loaded beside this build's (their own module instances). */
+function baselineBuild(root: string): IngestBuild {
+  const dist = path.join(path.resolve(root), 'dist');
+  const req = (m: string): Record<string, unknown> => require(path.join(dist, m)) as Record<string, unknown>;
+  const pl = req('ingest/pipeline');
+  const ps = req('ingest/publish-sink');
+  const lk = req('ingest/shred/leader-keys');
+  return { name: 'base', Pipeline: pl.Pipeline as typeof Pipeline, publishSink: ps.publishSink as typeof publishSink, fixedLeader: lk.fixedLeader as typeof fixedLeader, topics: ps.DEFAULT_TOPICS as typeof DEFAULT_TOPICS };
+}
+
+/** The stream's sets as the floor takes them (parsed beforehand: parsing is not crypto). */
+interface FloorSet {
+  shreds: Array<{ buf: Buffer; proofOff: number; leafIndex: number }>;
+  signature: Buffer;
+}
+
+function floorSets(stream: Stream): FloorSet[] {
+  const sets = new Map<string, FloorSet>();
+  for (const pk of stream.packets) {
+    const v = parseShred(pk, SHRED_VERSION);
+    if (!isShredView(v)) throw new Error(`bench shred does not parse: ${v}`);
+    const id = `${v.slot}/${v.fecSetIndex}`;
+    let set = sets.get(id);
+    if (set === undefined) sets.set(id, (set = { shreds: [], signature: v.buf.subarray(0, 64) }));
+    set.shreds.push({ buf: v.buf, proofOff: v.layout.proofOff, leafIndex: v.leafIndex });
+  }
+  return [...sets.values()];
+}
+
+/** µs of CPU per shred for the verification alone (see the header). */
+function cryptoFloor(sets: FloorSet[], shreds: number, leader: Buffer): number {
+  const leaves = new Array<Buffer>(64);
+  const c0 = process.cpuUsage();
+  for (const set of sets) {
+    for (const x of set.shreds) leaves[x.leafIndex] = leafHash(x.buf, x.proofOff);
+    const levels = buildLevels(leaves);
+    if (!verifyEd25519(leader, levels[levels.length - 1]![0]!, set.signature)) throw new Error('floor: a set root does not verify');
+  }
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / shreds;
+}
+
 function checkComplete(s: PipelineStats, stream: Stream, what: string): void {
   if (s.transactions !== stream.transactions || s.setsCompleted !== stream.sets) {
     throw new Error(`${what}: decoded ${s.transactions}/${stream.transactions} transactions, ${s.setsCompleted}/${stream.sets} sets`);
@@ -133,25 +199,29 @@ function checkComplete(s: PipelineStats, stream: Stream, what: string): void {
 }
 
 /** `entries` false: the sink publishes no stream.entries records (the cost they add, as a same-run reference). */
-function throughput(name: string, stream: Stream, leader: Buffer, loss: number, entries = true): BenchResult {
+function throughput(name: string, stream: Stream, leader: Buffer, loss: number, entries = true, build: IngestBuild = THIS_BUILD): BenchResult {
   const rand = rng(11);
   const packets = loss === 0 ? stream.packets : stream.packets.filter(() => rand() >= loss);
   let records = 0;
   // The sink builds the records (encode included) and drops them: this case measures the CPU side only.
-  const sink = publishSink(
+  let entryRecords = 0;
+  const sink = build.publishSink(
     {
       offer: (item) => {
-        if (item.topic === DEFAULT_TOPICS.transactions) records += item.records.length;
+        if (item.topic === build.topics.transactions) records += item.records.length;
+        else if (item.topic === build.topics.entries) entryRecords += item.records.length;
         return true;
       },
     },
-    entries ? {} : { topics: { transactions: DEFAULT_TOPICS.transactions, slots: DEFAULT_TOPICS.slots } },
+    entries ? {} : { topics: { transactions: build.topics.transactions, slots: build.topics.slots } },
   );
-  const p = pipelineFor(leader, sink);
+  const p = new build.Pipeline({ shredVersion: SHRED_VERSION, leaders: build.fixedLeader(leader), slotWindow: 512, sink });
   const sampler = new ProcessSampler().start();
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   for (const pk of packets) p.push(pk, t0);
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(c0);
   const usage = sampler.stop();
   const s = p.stats();
   checkComplete(s, stream, name);
@@ -165,6 +235,8 @@ function throughput(name: string, stream: Stream, leader: Buffer, loss: number, 
       sets_per_s: s.setsCompleted / (ms / 1000),
       txs_per_s: s.transactions / (ms / 1000),
       us_per_shred: (ms * 1000) / packets.length,
+      cpu_us_per_shred: (cpu.user + cpu.system) / packets.length,
+      entry_records: entryRecords,
       recovered_sets: s.setsRecovered,
       cpu_pct: usage.cpuPct,
       heap_peak_mb: usage.heapPeakMb,
@@ -231,6 +303,7 @@ export async function benchIngest(): Promise<BenchResult[]> {
   const seed = crypto.createHash('sha256').update('meridian bench leader').digest();
   const leader = publicKeyFromSeed(seed);
   const stream = makeStream(seed);
+  if (process.env.INGEST_FLOOR_ONLY === '1') return floorRounds(stream, leader);
   // Warm the JIT on a throwaway pass so the first measured case is not the one paying for it.
   throughput('warm-up', stream, leader, 0);
   const results = [
@@ -278,7 +351,72 @@ export async function benchIngest(): Promise<BenchResult[]> {
   // On a shared machine the wall-clock rates swing with the CPU share each pass got: per CPU-second too.
   const perCpu = (re: RegExp, k: string): number => real.filter((r) => re.test(r.case)).reduce((n, r) => n + Number(r.figures[k]) / (Number(r.figures.cpu_pct) / 100), 0);
   real[1]!.note = `${REAL_BATCHES} batches a slot: tower ${towerReal.packets.length} shreds / ${towerReal.sets} sets, Alpenglow ${alpenReal.packets.length} shreds / ${alpenReal.sets} sets, ${alpenReal.transactions} transactions each; ratios Alpenglow / tower, best of 4 wall-clock: txs/s ${(bestOf(real, /Alpenglow/, 'txs_per_s') / bestOf(real, /tower-era/, 'txs_per_s')).toFixed(3)}, shreds/s ${(bestOf(real, /Alpenglow/, 'shreds_per_s') / bestOf(real, /tower-era/, 'shreds_per_s')).toFixed(3)}; per CPU-second over the 4 passes: txs ${(perCpu(/Alpenglow/, 'txs_per_s') / perCpu(/tower-era/, 'txs_per_s')).toFixed(3)}, shreds ${(perCpu(/Alpenglow/, 'shreds_per_s') / perCpu(/tower-era/, 'shreds_per_s')).toFixed(3)}`;
-  return [...results, ...pairs, ...ag, ...real, ...decodeBench()];
+  return [...results, ...floorRounds(stream, leader), ...pairs, ...ag, ...real, ...decodeBench()];
+}
+
+/** Ingest (entries on) per shred ÷ the crypto floor, this build and the one before (INGEST_BASELINE), in
+ *  interleaved rounds: each round runs every case once, so drift and the other helpers' load hit all alike. */
+function floorRounds(stream: Stream, leader: Buffer): BenchResult[] {
+  const sets = floorSets(stream);
+  const n = stream.packets.length;
+  const builds = BASELINE === undefined ? [THIS_BUILD] : [THIS_BUILD, baselineBuild(BASELINE)];
+  for (const b of builds) throughput('warm-up', stream, leader, 0, true, b);
+  cryptoFloor(sets, n, leader);
+  const floor: number[] = [];
+  const per = new Map<string, { us: number[]; ratio: number[]; records: number }>(builds.map((b) => [b.name, { us: [], ratio: [], records: 0 }]));
+  for (let r = 0; r < ROUNDS; r++) {
+    const f = cryptoFloor(sets, n, leader);
+    floor.push(f);
+    for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
+      const t = throughput(`round ${r + 1} ${b.name}`, stream, leader, 0, true, b);
+      const m = per.get(b.name)!;
+      m.us.push(Number(t.figures.cpu_us_per_shred));
+      m.ratio.push(Number(t.figures.cpu_us_per_shred) / f);
+      m.records = Number(t.figures.entry_records);
+    }
+  }
+  const med = (xs: number[]): number => summarize(xs).p50;
+  const spread = (xs: number[]): string => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
+  // The part ingest's records cost alone (what the ticks change touched): the pipeline's outputs captured once,
+  // then each build's sink makes its records from them, interleaved.
+  const outs: Parameters<ReturnType<typeof publishSink>['batch']>[0][] = [];
+  const cap = pipelineFor(leader, { batch: (o) => void outs.push(o), slot: () => undefined });
+  for (const pk of stream.packets) cap.push(pk, 0);
+  const sinkUs = new Map<string, number[]>(builds.map((b) => [b.name, []]));
+  const entriesUs = new Map<string, number[]>(builds.map((b) => [b.name, []]));
+  const sinkCpu = (sink: ReturnType<typeof publishSink>): number => {
+    const c0 = process.cpuUsage();
+    for (let k = 0; k < 4; k++) for (const o of outs) sink.batch(o);
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / (4 * n);
+  };
+  for (let r = 0; r < ROUNDS + 1; r++) {
+    for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
+      const all = sinkCpu(b.publishSink({ offer: () => true }));
+      // Without the entries topic: the difference is what stream.entries records cost.
+      const txOnly = sinkCpu(b.publishSink({ offer: () => true }, { topics: { transactions: b.topics.transactions, slots: b.topics.slots } }));
+      if (r === 0) continue; // warm-up round
+      sinkUs.get(b.name)!.push(all);
+      entriesUs.get(b.name)!.push(all - txOnly);
+    }
+  }
+  const out: BenchResult[] = [
+    { bench: 'ingest', case: `crypto floor: leaf + tree hashes + one ed25519 verify per set (${ROUNDS} rounds)`, figures: { cpu_us_per_shred: Number(med(floor).toFixed(3)), spread_us: spread(floor) } },
+  ];
+  for (const b of builds) {
+    const m = per.get(b.name)!;
+    out.push({
+      bench: 'ingest',
+      case: `loss-free, entries on, ÷ same-run floor: ${b.name === 'this' ? 'this build' : `build before (${BASELINE})`}`,
+      figures: {
+        cpu_us_per_shred: Number(med(m.us).toFixed(3)), spread_us: spread(m.us), over_floor: Number(med(m.ratio).toFixed(3)), over_floor_spread: spread(m.ratio), entry_records: m.records,
+        records_only_us_per_shred: Number(med(sinkUs.get(b.name)!).toFixed(3)), records_only_spread: spread(sinkUs.get(b.name)!),
+        entry_records_us_per_shred: Number(med(entriesUs.get(b.name)!).toFixed(3)), entry_records_spread: spread(entriesUs.get(b.name)!),
+      },
+      note: b.name === 'this' ? 'aim ≤ 1.45× the floor (1.64× before ticks rode along); medians of per-round ratios, spread = min–max over rounds' : undefined,
+    });
+  }
+  return out;
 }
 
 if (require.main === module) {

@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { decodeRental, encodeRental, parseRental, rentalTombstone, type Rental } from '../../bus/topics/rentals';
 import { decodeSlotRecord, encodeSlotRecord, slotKey, SLOT_RECORD_SZ, SLOT_RECORD_VERSION } from '../../bus/topics/stream-slots';
-import { decodeTxRecord, encodeTxRecord, PUBKEY_SZ, TX_RECORD_HEADER_SZ, TX_RECORD_VERSION, type TxRecord } from '../../bus/topics/stream-transactions';
+import { decodeTxRecord, encodeTxRecord, PUBKEY_SZ, TX_RECORD_HEADER_SZ, TX_RECORD_VERSION, type TxRecordValue } from '../../bus/topics/stream-transactions';
 import { decodeUsageEvent, encodeUsageEvent, newUsageEvent, type UsageEvent } from '../../bus/topics/usage-events';
 
 describe('topic codecs', () => {
   describe('stream.transactions', () => {
-    const record: TxRecord = { slot: 385_970_984n, observedAtMs: 1_717_000_000_123.5, accountKeys: randomBytes(3 * PUBKEY_SZ), message: randomBytes(200) };
+    const record: TxRecordValue = { slot: 385_970_984n, observedAtMs: 1_717_000_000_123.5, accountKeys: randomBytes(3 * PUBKEY_SZ), message: randomBytes(200) };
 
     it('round-trips, with views into the value rather than copies', () => {
       const value = encodeTxRecord(record);

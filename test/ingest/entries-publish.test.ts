@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import bs58 from 'bs58';
 import { EmbeddedBus } from '../../bus/embedded';
-import { decodeEntryRecord, encodeEntryRecord, entryTxKeys, type EntryRecord } from '../../bus/topics/stream-entries';
+import type { ProduceRecord } from '../../bus/bus';
+import { decodeEntryRecord, encodeEntryRecord, entryKey, entryTxKeys, type EntryRecord, type EntryRecordInit } from '../../bus/topics/stream-entries';
 import { SlotEntryIndex } from '../../ingest/entry/slot-entry-index';
 import { withReadableTopics } from '../../ingest/worker';
 import { createLogger } from '../../infra/base/log';
@@ -19,17 +20,36 @@ import { runCapture, type CaptureRun } from './support/run-capture';
 
 const TOPICS = { transactions: 'test.tx', slots: 'test.slots', entries: 'test.entries' };
 
+/** Every published entry, the ticks a record carries before its own entry expanded in place (each with the key
+ *  and position a record of its own would have had). */
 function publishedEntries(run: CaptureRun): Array<{ key: Buffer; record: EntryRecord }> {
   const out: Array<{ key: Buffer; record: EntryRecord }> = [];
-  for (const p of run.produces) {
-    if (p.topic !== TOPICS.entries) continue;
-    for (const r of p.records) {
-      const d = decodeEntryRecord(r.value!);
-      assert.ok(d.ok, d.ok ? '' : d.reason);
-      out.push({ key: r.key!, record: d.record });
-    }
+  for (const r of publishedRecords(run)) {
+    const d = decodeEntryRecord(r.value!);
+    assert.ok(d.ok, d.ok ? '' : d.reason);
+    const e = d.record;
+    const k = e.ticks.length;
+    assert.equal(r.value![0], k > 0 ? 2 : 1, 'VERSION 2 exactly when the record carries ticks');
+    e.ticks.forEach((t, i) => {
+      const at = e.indexInBatch - k + i;
+      out.push({
+        key: entryKey(e.slot, e.batchFirstShred, at),
+        record: { ...e, index: e.index === null ? null : { entry: e.index.entry - k + i, firstTx: e.index.firstTx }, indexInBatch: at, numHashes: t.numHashes, hash: t.hash, signatures: Buffer.alloc(0), txs: [], ticks: [] },
+      });
+    });
+    out.push({ key: r.key!, record: e });
   }
   return out;
+}
+
+function publishedRecords(run: CaptureRun): ProduceRecord[] {
+  return run.produces.filter((p) => p.topic === TOPICS.entries).flatMap((p) => p.records);
+}
+
+/** Records ingest should publish for the golden batches: one per entry with transactions, one per batch that ends
+ *  in a tick (its trailing run); every other tick rides in the next entry's record. */
+function expectedRecords(golden: GoldenBatch[]): number {
+  return golden.reduce((n, b) => n + b.entries.filter((e) => e.txs.length > 0).length + (b.entries.length > 0 && b.entries[b.entries.length - 1]!.txs.length === 0 ? 1 : 0), 0);
 }
 
 /** Every published entry equals its golden entry, field by field; the wire bytes decode to the golden transaction. */
@@ -72,6 +92,7 @@ describe('ingest: stream.entries records', () => {
     const run = await runCapture(DEMO.capture, DEMO.shredVersion, fs.readFileSync(DEMO.key).subarray(32, 64), TOPICS);
     const got = publishedEntries(run);
     checkAgainstGolden(got, golden);
+    assert.equal(publishedRecords(run).length, expectedRecords(golden), 'ticks ride in the next entry\'s record');
     // One batch from shred 0: every entry's slot-wide index and first transaction index are known.
     let tx = 0;
     got.forEach((g, i) => {
@@ -94,9 +115,12 @@ describe('ingest: stream.entries records', () => {
     const got = publishedEntries(run);
     checkAgainstGolden(got, golden);
     assert.equal(got.length, 12 + 14 + 10 + 11 + 2);
+    assert.equal(publishedRecords(run).length, expectedRecords(golden));
+    assert.ok(publishedRecords(run).length < got.length, 'fewer records than entries: ticks ride along');
     assert.ok(got.every((g) => g.record.index === null), 'batches before shred 320 were never seen: no slot-wide index');
-    // Tick-only batches are published too (the last golden batch has no transactions).
+    // Tick-only batches are published too (the last golden batch has no transactions): its two ticks in one record.
     assert.equal(got.filter((g) => g.record.batchFirstShred === 448).length, 2);
+    assert.equal(publishedRecords(run).filter((r) => r.key!.readUInt32BE(8) === 448).length, 1);
   });
 
   it('without an entries topic, ingest publishes no entry records (as before)', async () => {
@@ -137,7 +161,7 @@ describe('ingest/entry: SlotEntryIndex', () => {
 });
 
 describe('bus/topics/stream-entries: codec', () => {
-  const rec = (): EntryRecord => {
+  const rec = (): EntryRecordInit => {
     const wire = Buffer.alloc(200, 3);
     return { slot: 9n, index: { entry: 4, firstTx: 17 }, batchFirstShred: 64, indexInBatch: 2, numHashes: 12_500n, hash: Buffer.alloc(32, 5), observedAtMs: 1_700_000_000_123.25, signatures: Buffer.alloc(128, 6), txs: [{ wire, keysOffset: 68, keyCount: 2 }, { wire: wire.subarray(0, 150), keysOffset: 68, keyCount: 1 }] };
   };
@@ -146,9 +170,32 @@ describe('bus/topics/stream-entries: codec', () => {
     const r = rec();
     const d = decodeEntryRecord(encodeEntryRecord(r));
     assert.ok(d.ok);
-    assert.deepEqual({ ...d.record, hash: Buffer.from(d.record.hash), signatures: Buffer.from(d.record.signatures), txs: d.record.txs.map((t) => ({ ...t, wire: Buffer.from(t.wire) })) }, r);
+    assert.deepEqual({ ...d.record, hash: Buffer.from(d.record.hash), signatures: Buffer.from(d.record.signatures), txs: d.record.txs.map((t) => ({ ...t, wire: Buffer.from(t.wire) })) }, { ...r, ticks: [] });
     const none = decodeEntryRecord(encodeEntryRecord({ ...r, index: null }));
     assert.ok(none.ok && none.record.index === null);
+  });
+
+  it('a record without ticks is VERSION 1 as before; with ticks, VERSION 2 with the run after its transactions', () => {
+    const r = rec();
+    const v1 = encodeEntryRecord(r);
+    assert.equal(v1[0], 1);
+    assert.deepEqual(encodeEntryRecord({ ...r, ticks: [] }), v1, 'no ticks: the same bytes');
+    const ticks = [{ numHashes: 7n, hash: Buffer.alloc(32, 0xa1) }, { numHashes: 12_500n, hash: Buffer.alloc(32, 0xb2) }];
+    const v2 = encodeEntryRecord({ ...r, ticks });
+    assert.equal(v2[0], 2);
+    assert.deepEqual(v2.subarray(1, v1.length), v1.subarray(1), 'the VERSION 1 layout, then the ticks');
+    assert.equal(v2.subarray(v1.length).toString('hex'), '02000000' + '0700000000000000' + 'a1'.repeat(32) + 'd430000000000000' + 'b2'.repeat(32));
+    const d = decodeEntryRecord(v2);
+    assert.ok(d.ok);
+    assert.deepEqual(d.record.ticks.map((t) => [t.numHashes, Buffer.from(t.hash)]), ticks.map((t) => [t.numHashes, t.hash]));
+    for (let n = v1.length; n < v2.length; n++) assert.equal(decodeEntryRecord(v2.subarray(0, n)).ok, false, `truncated at ${n}`);
+    assert.deepEqual(decodeEntryRecord(Buffer.concat([v2, Buffer.alloc(1)])), { ok: false, reason: 'bytes after the last tick' });
+    const zero = Buffer.concat([v1, Buffer.alloc(4)]);
+    zero[0] = 2;
+    assert.deepEqual(decodeEntryRecord(zero), { ok: false, reason: 'no ticks in a version 2 record' });
+    const v3 = Buffer.from(v1);
+    v3[0] = 3;
+    assert.deepEqual(decodeEntryRecord(v3), { ok: false, reason: 'unknown version 3' });
   });
 
   it('refuses what its lengths do not cover, without throwing', () => {

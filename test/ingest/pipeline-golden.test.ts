@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import bs58 from 'bs58';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord } from '../../bus/topics/stream-transactions';
+import { decodeLookupsHeader, lookupsHeaderOf } from '../../bus/topics/stream-transactions-lookups';
 import { SubscribeResponseTransaction } from '../../proto/gen/arpc_pb';
 import { DEMO, loadGolden, toGoldenTx, TURBINE, type GoldenBatch, type GoldenTx } from './support/golden';
 import { runCapture, TEST_TOPICS, type CaptureRun } from './support/run-capture';
@@ -64,6 +65,7 @@ function checkPublished(run: CaptureRun, golden: GoldenBatch[]): void {
   const withTxs = golden.filter((b) => b.entries.some((e) => e.txs.length > 0));
   assert.equal(txProduces.length, withTxs.length, 'one produce per batch that carries transactions');
   // Each produce carries exactly one golden batch's transactions, in order.
+  let withLookups = 0;
   const goldenByFirstSig = new Map(withTxs.map((b) => [b.entries.flatMap((e) => e.txs)[0]!.signatures[0]!, b]));
   for (const p of txProduces) {
     const got = p.records.map((rec) => {
@@ -71,6 +73,16 @@ function checkPublished(run: CaptureRun, golden: GoldenBatch[]): void {
       assert.equal(bs58.encode(rec.key!), g.tx.signatures[0], 'key = signatures[0]');
       assert.deepEqual(g.staticKeys, g.tx.account_keys, 'record header carries the static keys');
       assert.equal(g.slot, BigInt(golden[0]!.slot));
+      // The lookups header carries what the message carries (an empty list for a legacy transaction).
+      const h = lookupsHeaderOf(rec.headers);
+      assert.ok(h !== null, 'every record has the lookups header');
+      const lookups = decodeLookupsHeader(h);
+      assert.deepEqual(
+        lookups?.map((l) => ({ account_key: bs58.encode(l.table), writable_indexes: [...l.writableIndexes], readonly_indexes: [...l.readonlyIndexes] })),
+        g.tx.alt_lookups,
+        'lookups header = the message\'s lookups',
+      );
+      withLookups += g.tx.alt_lookups.length > 0 ? 1 : 0;
       return g.tx;
     });
     assert.ok(got.length > 0);
@@ -81,6 +93,7 @@ function checkPublished(run: CaptureRun, golden: GoldenBatch[]): void {
     assert.deepEqual(got, want);
   }
   assert.equal(goldenByFirstSig.size, 0, 'every golden batch published');
+  assert.equal(withLookups, golden.flatMap((b) => b.entries.flatMap((e) => e.txs)).filter((t) => t.alt_lookups.length > 0).length);
   const slotProduces = run.produces.filter((p) => p.topic === TEST_TOPICS.slots);
   assert.equal(slotProduces.length, 1);
   assert.equal(slotProduces[0]!.records.length, 1);

@@ -181,6 +181,29 @@ for (const kind of ['embedded', 'kafka'] as const) {
       assert.equal(entryOff(raw[1]!), entryOff(e0Update), 'after e0');
     });
 
+    it('ticks ride in the next entry\'s record: one Entry each as before; a tick\'s cursor resumes before that record, so the entry after it is never skipped', async () => {
+      const sub = (x: V2Client): void => x.add('raw', [w58], { encoding: 'raw' });
+      const c = await started(sub, { entries: true }, 1);
+      const e0 = [wireTx(watched)];
+      const e3 = [wireTx(watched)];
+      await ingest.batch(88n, [e0, [], [], e3, []]);
+      await c.waitUpdates(() => c.updates.filter((u) => u.hasEntry()).length === 5 && c.txs().length === 2, 'five entries, two raw');
+      assert.ok(seqsContiguous(c.updates));
+      const entries = c.updates.filter((u) => u.hasEntry());
+      assert.deepEqual(
+        entries.map((u) => u.getEntry()!).map((e) => [e.getIndex(), e.getStartingTransactionIndex(), e.getTransactionCount(), e.getIndexInBatch()]),
+        [[0, 0, 1, 0], [1, 1, 0, 1], [2, 1, 0, 2], [3, 1, 1, 3], [4, 2, 0, 4]],
+      );
+      const all = items(c.updates);
+      // From the first tick's cursor: both ticks again, the entry after them and its RAW transaction, the last tick.
+      const b = client();
+      sub(b);
+      b.start({ entries: true, cursor: entries[1]!.getCursor_asU8() });
+      await b.waitUpdates((u) => u.some((x) => x.hasReplayComplete()), 'replay complete');
+      await b.waitUpdates(() => items(b.updates).length === all.length - 2, 'the rest from the first tick');
+      assert.deepEqual(items(b.updates), all.slice(2));
+    });
+
     it('resumes entries and RAW transactions from a cursor across the replay seam: nothing lost, repeats only within one entry', async () => {
       const sub = (x: V2Client): void => x.add('raw', [w58]); // DEFAULT on a RAW stream: RAW
       const ref = await started(sub, { entries: true, raw: true }, 1);
