@@ -1,9 +1,10 @@
 import dgram from 'node:dgram';
+import { rng } from './prng';
 
 // A UDP relay that loses a seeded share of datagrams, both ways: this machine's kernel has no `netem`, and QUIC
 // is UDP, so a relay in front of a TPU server gives a lossy path anywhere. Each client address gets its own
 // upstream socket (so the server sees one peer per client, as without the relay); datagrams are dropped by a
-// seeded PRNG per direction (mulberry32), so a run's drop pattern is the same datagram for datagram. The share can
+// seeded PRNG per direction (prng.ts), so a run's drop pattern is the same datagram for datagram. The share can
 // be changed while running (the bench switches 0% ↔ 10% on one cluster). Sessions are capped and idle ones closed.
 
 export interface LossRelayOptions {
@@ -26,18 +27,6 @@ export interface RelayCounts {
   sessionsRefused: number;
 }
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Session {
   sock: dgram.Socket;
   lastMs: number;
@@ -56,8 +45,8 @@ export class LossRelay {
     private readonly o: LossRelayOptions,
   ) {
     this.loss = o.loss;
-    this.upRand = prng(o.seed);
-    this.downRand = prng(o.seed ^ 0x9e3779b9);
+    this.upRand = rng(o.seed);
+    this.downRand = rng(o.seed ^ 0x9e3779b9);
     front.on('message', (msg, rinfo) => this.fromClient(msg, rinfo));
     front.on('error', () => undefined);
     const idle = o.idleMs ?? 60_000;
