@@ -37,9 +37,10 @@ import { httpLoad } from './submit';
 // 2. The pipeline's accepted tx/s per core with the `tpu` route on vs off, and traces on vs off: three service
 //    children (routes rpc / rpc+tpu, traces on; routes rpc, traces off), the /binary load of bench/submit.ts
 //    (pipelined raw HTTP/1.1), phases interleaved child after child over rounds; per core = accepted ÷ CPU
-//    seconds of the child and of its own children (the Rust sender counts), read from /proc. The rpc route
-//    goes to a sink in this process (answers every sendTransaction at once); the tpu route sends to the real
-//    leaders (relays at 0%); traces poll a port with nothing listening, as bench/submit.ts does.
+//    seconds of the child and of its own children (the Rust sender counts), read from /proc, over the load and
+//    until the rpc route has forwarded all it accepted. The rpc route goes to a sink in a process of its own
+//    (answers every sendTransaction at once; the route's in-flight cap raised so it never refuses); the tpu route
+//    sends to the real leaders (relays at 0%); traces poll a port with nothing listening, as bench/submit.ts does.
 //
 // Env: BENCH_TPU_ROUNDS (3), BENCH_TPU_TXS (per case, 60), BENCH_TPU_RATE (tx/s, 30), BENCH_TPU_CORE_ROUNDS (3),
 // BENCH_TPU_SECONDS (per phase, 3), BENCH_TPU_SEED (36).
@@ -56,6 +57,7 @@ const CONFIGS = [['tpu'], ['rpc'], ['rpc', 'tpu']] as const;
 const SETTLE_MS = 16_000;
 
 const CHILD_ENV = 'MERIDIAN_TPU_BENCH_CHILD';
+const SINK_ENV = 'MERIDIAN_TPU_BENCH_SINK';
 const API_KEY = '7c1f3a52-9b4e-4d6a-8e21-3f5a6b7c8d9e';
 
 const label = (routes: readonly string[]): string => (routes.length === 2 ? 'rpc+tpu' : routes[0]!);
@@ -187,6 +189,8 @@ async function serve(): Promise<void> {
     udp: { enabled: false },
     tips: { accounts: (process.env.BENCH_TPU_TIPS ?? '').split(','), minLamports: MIN_TIP },
     forwardUrls: [process.env.BENCH_TPU_SINK!],
+    // Never at its cap: every accepted transaction is forwarded within the phase (the parent waits for the sink).
+    forward: { maxInFlightPerTarget: 1_000_000 },
     routes,
     tpu: { rpcUrl: process.env.BENCH_TPU_CHAIN!, wsUrl: process.env.BENCH_TPU_CHAIN!.replace(/^http/, 'ws'), senderBinary: process.env.BENCH_TPU_SENDER },
     traces: { enabled: process.env.BENCH_TPU_TRACES !== 'off', statusUrl: 'http://127.0.0.1:1/' },
@@ -270,33 +274,68 @@ async function stopChild(c: ChildProcess): Promise<void> {
   });
 }
 
-/** A chain RPC node that answers every sendTransaction at once (what the rpc route costs the service, nothing more). */
-async function startSink(): Promise<{ url: string; count: () => number; close: () => Promise<void> }> {
-  let n = 0;
+/** Sink child: a chain RPC node that answers every sendTransaction at once, counting requests per URL path. */
+function sinkServe(): void {
+  const counts: Record<string, number> = {};
   const answer = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"1111111111111111111111111111111111111111111111111111111111111111"}');
   const server = http.createServer((req, res) => {
+    const path = req.url ?? '/';
     req.resume();
     req.on('end', () => {
-      n++;
+      counts[path] = (counts[path] ?? 0) + 1;
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length });
       res.end(answer);
     });
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/`, count: () => n, close: () => new Promise<void>((r) => server.close(() => r())) };
+  process.on('message', (m: { cmd: string }) => {
+    if (m.cmd === 'counts') process.send!({ counts });
+    if (m.cmd === 'stop') server.close(() => process.exit(0));
+  });
+  server.listen(0, '127.0.0.1', () => process.send!({ ready: (server.address() as { port: number }).port }));
+}
+
+interface Sink {
+  url: (path: string) => string;
+  count: (path: string) => Promise<number>;
+  child: ChildProcess;
+}
+
+/** The sink in a process of its own, so answering the rpc route never waits on this (busy) process. */
+async function startSink(): Promise<Sink> {
+  const c = await startChild('sink', { [SINK_ENV]: '1' });
+  return {
+    url: (path) => `http://127.0.0.1:${c.port}/${path}`,
+    count: (path) =>
+      new Promise((resolve) => {
+        const on = (m: { counts?: Record<string, number> }): void => {
+          if (m.counts === undefined) return;
+          c.child.off('message', on);
+          resolve(m.counts[`/${path}`] ?? 0);
+        };
+        c.child.on('message', on);
+        c.child.send({ cmd: 'counts' });
+      }),
+    child: c.child,
+  };
 }
 
 async function perCore(cluster: TpuCluster): Promise<BenchResult[]> {
   const sink = await startSink();
   const sender = await ensureTpuBinary(SENDER_BIN);
-  const common = { BENCH_TPU_SINK: sink.url, BENCH_TPU_CHAIN: cluster.chain.httpUrl, BENCH_TPU_SENDER: sender, BENCH_TPU_TIPS: TIP_ACCOUNTS.map((k) => k.toBase58()).join(',') };
+  const common = { BENCH_TPU_CHAIN: cluster.chain.httpUrl, BENCH_TPU_SENDER: sender, BENCH_TPU_TIPS: TIP_ACCOUNTS.map((k) => k.toBase58()).join(',') };
   const children: Child[] = [];
+  const paths = new Map<string, string>();
   try {
-    children.push(await startChild('rpc', { ...common, BENCH_TPU_ROUTES: 'rpc' }));
-    children.push(await startChild('rpc+tpu', { ...common, BENCH_TPU_ROUTES: 'rpc,tpu' }));
-    children.push(await startChild('rpc, traces off', { ...common, BENCH_TPU_ROUTES: 'rpc', BENCH_TPU_TRACES: 'off' }));
+    for (const [name, env] of [
+      ['rpc', { BENCH_TPU_ROUTES: 'rpc' }],
+      ['rpc+tpu', { BENCH_TPU_ROUTES: 'rpc,tpu' }],
+      ['rpc, traces off', { BENCH_TPU_ROUTES: 'rpc', BENCH_TPU_TRACES: 'off' }],
+    ] as const) {
+      const path = `c${children.length}`;
+      paths.set(name, path);
+      children.push(await startChild(name, { ...common, ...env, BENCH_TPU_SINK: sink.url(path) }));
+    }
     const payers = Array.from({ length: 64 }, () => Keypair.generate());
     const reqs = Array.from({ length: 2_000 }, (_, i) => {
       const tx = legacyTx({ payer: payers[i % payers.length]!, amount: 1000 + i });
@@ -304,17 +343,23 @@ async function perCore(cluster: TpuCluster): Promise<BenchResult[]> {
     });
     for (const c of children) await httpLoad(c.port, reqs, 1); // warm-up, not measured
     const runs = new Map<string, Array<{ self: number; tree: number; wall: number }>>();
+    const notAccepted = new Map<string, number>();
     for (let round = 0; round < CORE_ROUNDS; round++) {
       for (let k = 0; k < children.length; k++) {
         const c = children[(k + round) % children.length]!;
         const a = await ask(c.child);
         const ca = treeCpuSeconds(c.child.pid!);
         const t0 = performance.now();
-        await httpLoad(c.port, reqs, SECONDS);
+        const answers = await httpLoad(c.port, reqs, SECONDS);
         const wall = (performance.now() - t0) / 1000;
         const b = await ask(c.child);
-        const cb = treeCpuSeconds(c.child.pid!);
         const n = b.accepted - a.accepted;
+        // The phase ends once the rpc route has forwarded what it accepted (its cost inside the measurement).
+        const path = paths.get(c.name)!;
+        const due = b.accepted;
+        await waitFor(async () => (await sink.count(path)) >= due, 30_000, 'the rpc route to forward what was accepted', 20);
+        const cb = treeCpuSeconds(c.child.pid!);
+        if (answers.other > 0) notAccepted.set(c.name, (notAccepted.get(c.name) ?? 0) + answers.other);
         const list = runs.get(c.name) ?? [];
         list.push({ self: n / (cb.self - ca.self), tree: n / (cb.tree - ca.tree), wall: n / wall });
         runs.set(c.name, list);
@@ -328,15 +373,16 @@ async function perCore(cluster: TpuCluster): Promise<BenchResult[]> {
     const off = fig('rpc');
     const on = fig('rpc+tpu');
     const noTraces = fig('rpc, traces off');
+    const refused = notAccepted.size === 0 ? 'every request accepted' : `not accepted: ${JSON.stringify(Object.fromEntries(notAccepted))}`;
     return [
-      { bench: 'tpu', case: 'reference: /binary per core, tpu off (routes rpc), traces on', figures: { per_core_s: Math.round(off.self), with_children_s: Math.round(off.tree), per_wall_s: Math.round(off.wall) }, note: `runs ${off.list}/s (per core of the service process), interleaved with the rows below` },
+      { bench: 'tpu', case: 'reference: /binary per core, tpu off (routes rpc), traces on', figures: { per_core_s: Math.round(off.self), with_children_s: Math.round(off.tree), per_wall_s: Math.round(off.wall) }, note: `runs ${off.list}/s (per core of the service process), interleaved with the rows below; ${refused}` },
       { bench: 'tpu', case: '/binary per core, tpu on (routes rpc + tpu), traces on', figures: { per_core_s: Math.round(on.self), with_children_s: Math.round(on.tree), per_wall_s: Math.round(on.wall), vs_ref: on.self / off.self }, note: `runs ${on.list}/s; every accepted tx also to 2 leaders' TPU through the sender; counting the sender's CPU too (a child of the service): ${(on.tree / off.tree).toFixed(2)}× off; aim ≥ 0.9× off` },
       { bench: 'tpu', case: 'reference: /binary per core, traces off (routes rpc)', figures: { per_core_s: Math.round(noTraces.self), per_wall_s: Math.round(noTraces.wall) }, note: `runs ${noTraces.list}/s` },
       { bench: 'tpu', case: '/binary per core, traces on (routes rpc: the first row)', figures: { per_core_s: Math.round(off.self), vs_ref: off.self / noTraces.self }, note: 'aim ≥ 0.95× traces off; the status poller polls a port with nothing listening, as in bench/submit.ts' },
     ];
   } finally {
     for (const c of children) await stopChild(c.child);
-    await sink.close();
+    await stopChild(sink.child);
   }
 }
 
@@ -383,7 +429,8 @@ export async function benchTpu(): Promise<BenchResult[]> {
 }
 
 if (process.env[CHILD_ENV] === '1' && require.main === module) {
-  void serve();
+  if (process.env[SINK_ENV] === '1') sinkServe();
+  else void serve();
 } else if (require.main === module) {
   void (async () => {
     const { formatResults } = await import('./stats');
