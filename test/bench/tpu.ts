@@ -43,7 +43,8 @@ import { httpLoad } from './submit';
 //    sends to the real leaders (relays at 0%); traces poll a port with nothing listening, as bench/submit.ts does.
 //
 // Env: BENCH_TPU_ROUNDS (3), BENCH_TPU_TXS (per case, 60), BENCH_TPU_RATE (tx/s, 30), BENCH_TPU_CORE_ROUNDS (3),
-// BENCH_TPU_SECONDS (per phase, 3), BENCH_TPU_SEED (36).
+// BENCH_TPU_SECONDS (per phase, 3), BENCH_TPU_SEED (36), BENCH_TPU_PARTS (landing,core), BENCH_TPU_AA (1 = the
+// "tpu on" child runs routes rpc too: the noise floor of the per-core comparison).
 //   npx ts-node --transpile-only test/bench/tpu.ts      (or BENCH_ONLY=tpu npm run bench)
 
 const ROUNDS = Number(process.env.BENCH_TPU_ROUNDS ?? 3);
@@ -329,7 +330,8 @@ async function perCore(cluster: TpuCluster): Promise<BenchResult[]> {
   try {
     for (const [name, env] of [
       ['rpc', { BENCH_TPU_ROUTES: 'rpc' }],
-      ['rpc+tpu', { BENCH_TPU_ROUTES: 'rpc,tpu' }],
+      // BENCH_TPU_AA=1: this child runs routes rpc too (an A/A run: the spread two identical children show).
+      ['rpc+tpu', { BENCH_TPU_ROUTES: process.env.BENCH_TPU_AA === '1' ? 'rpc' : 'rpc,tpu' }],
       ['rpc, traces off', { BENCH_TPU_ROUTES: 'rpc', BENCH_TPU_TRACES: 'off' }],
     ] as const) {
       const path = `c${children.length}`;
@@ -415,10 +417,12 @@ export async function benchTpu(): Promise<BenchResult[]> {
       services.set(name, await startSubmit(cfg, { bus, rentals: rentalsFromList([mine]), log, registry: new Registry() }));
     }
     await waitFor(() => [...services.values()].every((s) => (s.tpu === undefined || s.tpu.targets() !== null) && s.tracing?.store.currentSlot !== null), 20_000, 'slots and schedule');
-    const results = await landing(cluster, services, key);
+    // BENCH_TPU_PARTS=core: only the per-core part (landing=only the landing part).
+    const parts = process.env.BENCH_TPU_PARTS ?? 'landing,core';
+    const results = parts.includes('landing') ? await landing(cluster, services, key) : [];
     for (const s of services.values()) await s.close();
     services.clear();
-    results.push(...(await perCore(cluster)));
+    if (parts.includes('core')) results.push(...(await perCore(cluster)));
     return results;
   } finally {
     for (const s of services.values()) await s.close();
