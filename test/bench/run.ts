@@ -32,6 +32,7 @@ const BENCHES: BenchModule[] = [
   { file: './evm', title: 'evm', entry: 'benchEvm' },
   { file: './submit', title: 'submit', entry: 'benchSubmit' },
   { file: './quic', title: 'quic', entry: 'benchQuic' },
+  { file: './tpu', title: "tpu route beside rpc on the local multi-leader cluster (landing at 0% / 10% loss, per core with tpu on / off, traces on / off)", entry: 'benchTpu' },
 ];
 
 /** The bench's function, or null if its module does not exist. Errors inside an existing module propagate. */

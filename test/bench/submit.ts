@@ -117,7 +117,7 @@ function ask(child: ChildProcess): Promise<Stats> {
 }
 
 /** Pipelined HTTP/1.1 over raw sockets: W requests in flight per connection; counts 200 responses. */
-async function httpLoad(port: number, requests: Buffer[], seconds: number, connections = CONNECTIONS, window = WINDOW): Promise<{ ok: number; other: number }> {
+export async function httpLoad(port: number, requests: Buffer[], seconds: number, connections = CONNECTIONS, window = WINDOW): Promise<{ ok: number; other: number }> {
   let ok = 0;
   let other = 0;
   let stop = false;

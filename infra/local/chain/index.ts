@@ -9,14 +9,16 @@ import { blockMethods } from './methods/blocks';
 import { clusterMethods, leaderAt, type LeaderRotation, type LeaderSpec } from './methods/cluster';
 import type { Methods } from './methods/common';
 import { tokenMethods } from './methods/tokens';
-import { transactionMethods } from './methods/transactions';
+import { transactionMethods, type ForwardToLeaders } from './methods/transactions';
 import { PubSub } from './pubsub';
 import { startRpcServer } from './rpc/server';
 import { ShredSender } from './shred-sender';
+import { SendTransactionService, type SendServiceCounts, type SendServiceOptions, type TpuHop } from './send-service';
 import { TpuIntake, type TpuIntakeResult } from './tpu-intake';
 
 export type { LeaderSpec } from './methods/cluster';
 export type { TpuIntakeResult } from './tpu-intake';
+export type { SendServiceCounts, SendServiceOptions, TpuHop } from './send-service';
 
 // The local chain node: a single validator on an in-process SVM (litesvm) behind Solana's JSON-RPC (HTTP) and
 // PubSub (WebSocket) on one port, producing 400 ms slots (Alpenglow blocks by default) whose entries (PoH-chained)
@@ -45,11 +47,16 @@ export interface LocalChainOptions extends Partial<Omit<LocalChainConfig, 'enabl
   /**
    * The multi-leader run: these identities lead in turn, `leaderWindowSlots` (4) slots each, in
    * getSlotLeaders / getLeaderSchedule / getClusterNodes (each with its tpuQuic), and packets their TPU servers
-   * hand to executeFromTpu() land in their leader's slots only. Not modelled yet: sendTransaction still executes
-   * at once (no forward hop to the leaders' TPU), and shreds are still signed by the node's own identity.
+   * hand to executeFromTpu() land in their leader's slots only; sendTransaction executes nothing itself: it
+   * forwards to the leaders' TPU through `tpuHop`, with Agave's retries (send-service.ts). Not modelled yet:
+   * shreds are still signed by the node's own identity.
    */
   leaders?: LeaderSpec[];
   leaderWindowSlots?: number;
+  /** The multi-leader run's QUIC client to the leaders' TPU (required with `leaders`). */
+  tpuHop?: TpuHop;
+  /** The forward hop's retry settings (Agave's defaults). */
+  sendService?: SendServiceOptions;
 }
 
 export interface LocalChain {
@@ -83,6 +90,8 @@ export interface LocalChain {
   executeFromTpu(leader: string, raw: Buffer): TpuIntakeResult;
   /** Multi-leader run: what executeFromTpu did so far. */
   tpuCounts(): Record<TpuIntakeResult, number>;
+  /** Multi-leader run: what the forward hop (sendTransaction → leaders' TPU) did so far. */
+  sendCounts(): SendServiceCounts;
   close(): Promise<void>;
 }
 
@@ -139,7 +148,10 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
   const addr = { rpc: '', shredVersion };
   const rotation: LeaderRotation | undefined = o.leaders === undefined || o.leaders.length === 0 ? undefined : { leaders: o.leaders, windowSlots: o.leaderWindowSlots ?? 4 };
   const intake = rotation === undefined ? null : new TpuIntake(chain, rotation);
-  const methods: Methods = { ...clusterMethods(chain, addr, rotation), ...accountMethods(chain), ...transactionMethods(chain), ...blockMethods(chain), ...tokenMethods(chain) };
+  if (rotation !== undefined && o.tpuHop === undefined) throw new Error('localchain: the multi-leader run (leaders) needs tpuHop: its sendTransaction forwards to the leaders\' TPU');
+  const sender = rotation === undefined ? null : new SendTransactionService(chain, rotation, o.tpuHop!, o.sendService);
+  const forward: ForwardToLeaders | undefined = sender === null ? undefined : (raw, tx, maxRetries) => sender.submit(raw, tx, maxRetries);
+  const methods: Methods = { ...clusterMethods(chain, addr, rotation), ...accountMethods(chain), ...transactionMethods(chain, forward), ...blockMethods(chain), ...tokenMethods(chain) };
   chain.start();
   let server;
   try {
@@ -185,6 +197,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
       return intake.receive(leader, raw);
     },
     tpuCounts: () => ({ ...(intake?.counts ?? { executed: 0, held: 0, dropped: 0, rejected: 0 }) }),
+    sendCounts: () => ({ ...(sender?.counts ?? { received: 0, sent: 0, retried: 0, rooted: 0, expired: 0, failed: 0, maxRetriesElapsed: 0, poolFull: 0, noLeader: 0 }) }),
     shredTo: (hostPort) => {
       if (closed) throw new Error('localchain: closed');
       chain.shredFromNextSlot(newShredder(hostPort));
@@ -204,6 +217,7 @@ export async function startLocalChain(o: LocalChainOptions = {}): Promise<LocalC
       closed = true;
       closing ??= (async () => {
         for (const g of gauges) registry.remove(g);
+        sender?.close();
         chain.close();
         await server.close();
         await shredder?.close();

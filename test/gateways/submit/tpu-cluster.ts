@@ -3,13 +3,20 @@ import crypto from 'node:crypto';
 import readline from 'node:readline';
 import bs58 from 'bs58';
 import { LEADER_BIN, ensureTpuBinary } from '../../../gateways/submit/tpu/sender-build';
+import { createLogger } from '../../../infra/base/log';
 import { startLocalChain, type LeaderSpec, type LocalChain, type LocalChainOptions } from '../../../infra/local/chain';
+import { LossRelay } from '../../support/udp-loss-relay';
+import { startChainTpuHop, type ChainTpuHop } from './chain-hop';
 
 // The local multi-leader cluster for the `tpu` route's tests and bench: N real TPU servers (Agave's
 // `solana-streamer` QUIC server, gateways/submit/tpu/sender/leader), each on its own loopback address
 // (127.0.0.2, .3, …) with its own identity, and the local chain node rotating through those identities every
 // 4 slots, whose getClusterNodes names each server's address as its tpuQuic. Every packet a server hands out is
-// recorded (which leader, when, in which slot) and given to the chain to execute in that leader's slots.
+// recorded (which leader, when, in which slot) and given to the chain to execute in that leader's slots. The
+// chain's own sendTransaction forwards to those TPU servers over QUIC (chain-hop.ts: Agave's client in the
+// sender process), so the `rpc` routes reach the leaders one hop later than the `tpu` route. With `lossRelay`,
+// each server sits behind a UDP relay that drops a seeded share of datagrams both ways, and getClusterNodes
+// names the relays: every QUIC path to a leader (the route's and the chain's hop) crosses it.
 
 export interface Arrival {
   leader: string;
@@ -65,13 +72,21 @@ async function startLeaderServer(bin: string, ip: string, onPacket: (p: Buffer, 
 export interface TpuCluster {
   chain: LocalChain;
   servers: TpuLeaderServer[];
+  /** The chain node's QUIC client to the leaders (its forward hop). */
+  hop: ChainTpuHop;
+  /** With `lossRelay`: one per server, in the same order. */
+  relays: LossRelay[];
+  /** Every relay's drop share from now on. */
+  setLoss(share: number): void;
   /** Signature (base58 of the first 64 bytes after the count) → every arrival of its packet. */
   arrivals: Map<string, Arrival[]>;
   close(): Promise<void>;
 }
 
-export interface TpuClusterOptions extends Omit<LocalChainOptions, 'leaders'> {
+export interface TpuClusterOptions extends Omit<LocalChainOptions, 'leaders' | 'tpuHop'> {
   leaders: number;
+  /** A seeded lossy UDP relay in front of every TPU server (drop share each way). */
+  lossRelay?: { loss: number; seed: number };
   /** Extra schedule entries whose contact info is unusable (tpuQuic as given: null, garbage…). */
   badContacts?: Array<string | null>;
 }
@@ -80,11 +95,18 @@ export async function startTpuCluster(o: TpuClusterOptions): Promise<TpuCluster>
   const bin = await ensureTpuBinary(LEADER_BIN);
   const arrivals = new Map<string, Arrival[]>();
   let chain: LocalChain | null = null;
+  let hop: ChainTpuHop | null = null;
   const servers: TpuLeaderServer[] = [];
-  const byIdentity = new Map<string, TpuLeaderServer>();
+  const relays: LossRelay[] = [];
+  const stopAll = async (): Promise<void> => {
+    await hop?.close();
+    await Promise.all(relays.map((r) => r.close()));
+    await Promise.all(servers.map((s) => s.stop()));
+  };
   try {
     for (let i = 0; i < o.leaders; i++) {
-      const s = await startLeaderServer(bin, `127.0.0.${2 + i}`, (p, from) => {
+      const ip = `127.0.0.${2 + i}`;
+      const s = await startLeaderServer(bin, ip, (p, from) => {
         const me = servers[i]!;
         const sig = sigOf(p);
         const slot = chain?.slot() ?? -1;
@@ -94,24 +116,33 @@ export async function startTpuCluster(o: TpuClusterOptions): Promise<TpuCluster>
         chain?.executeFromTpu(me.identity, p);
       });
       servers.push(s);
-      byIdentity.set(s.identity, s);
+      if (o.lossRelay !== undefined) {
+        const [host, port] = s.addr.split(':');
+        relays.push(await LossRelay.start({ listen: ip, upstream: { host: host!, port: Number(port) }, loss: o.lossRelay.loss, seed: o.lossRelay.seed + i }));
+      }
     }
-    const specs: LeaderSpec[] = servers.map((s) => ({ identity: s.identity, tpuQuic: s.addr }));
+    hop = await startChainTpuHop(o.log ?? createLogger({ level: 'warn' }));
+    const specs: LeaderSpec[] = servers.map((s, i) => ({ identity: s.identity, tpuQuic: relays[i]?.addr ?? s.addr }));
     for (const c of o.badContacts ?? []) specs.push({ identity: randomIdentity(), tpuQuic: c });
-    const { leaders: _n, badContacts: _b, ...chainOpts } = o;
-    chain = await startLocalChain({ ...chainOpts, leaders: specs });
+    const { leaders: _n, badContacts: _b, lossRelay: _l, ...chainOpts } = o;
+    chain = await startLocalChain({ ...chainOpts, leaders: specs, tpuHop: hop });
   } catch (e) {
-    await Promise.all(servers.map((s) => s.stop()));
+    await stopAll();
     throw e;
   }
   const c = chain;
   return {
     chain: c,
     servers,
+    hop,
+    relays,
+    setLoss: (share) => {
+      for (const r of relays) r.loss = share;
+    },
     arrivals,
     close: async () => {
       await c.close();
-      await Promise.all(servers.map((s) => s.stop()));
+      await stopAll();
     },
   };
 }

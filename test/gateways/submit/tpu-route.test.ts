@@ -290,8 +290,11 @@ describe('submit tpu route with unusable contact info', function () {
   before(async () => {
     bus = new KafkaBus({ brokers: await kafkaBrokers(), clientId: 'meridian-tpu-test-bad', log });
     await bus.createTopics(Object.values(topics).map((name) => ({ name, partitions: 1, compacted: false })));
-    // No TPU servers: every leader's contact info is garbage or missing.
-    cluster = await startTpuCluster({ leaders: 0, badContacts: ['not an address', null, '300.1.2.3:8009', '127.0.0.1:0'], port: 0, slotMs: SLOT_MS, log });
+    // One real TPU server, then four leaders whose contact info is garbage or missing. The chain's own
+    // sendTransaction forwards to the current and next windows' leaders (only what reaches a TPU lands), so the
+    // route sends to the current window only (sendFanout 1) and the test sends while the garbage leader just
+    // before the real one leads: the route has no usable address, the chain's hop reaches the next, real leader.
+    cluster = await startTpuCluster({ leaders: 1, badContacts: ['not an address', null, '300.1.2.3:8009', '127.0.0.1:0'], port: 0, slotMs: SLOT_MS, log });
     const cfg = parseSubmitConfig({
       enabled: true,
       listen: '127.0.0.1:0',
@@ -299,6 +302,7 @@ describe('submit tpu route with unusable contact info', function () {
       tips: { accounts: TIP_ACCOUNTS.map((k) => k.toBase58()), minLamports: MIN_TIP },
       forwardUrls: [cluster.chain.httpUrl],
       routes: ['rpc', 'tpu'],
+      tpu: { sendFanout: 1, connectFanout: 1 },
       topics,
       traces: { pollIntervalMs: 100, statusUrl: cluster.chain.httpUrl },
     });
@@ -315,6 +319,9 @@ describe('submit tpu route with unusable contact info', function () {
     const conn = new Connection(cluster.chain.httpUrl, 'processed');
     const faucet = Keypair.fromSecretKey(cluster.chain.payer);
     const tx = legacyTx({ payer: faucet, blockhash: (await conn.getLatestBlockhash('processed')).blockhash });
+    // The first slot of the window of the leader at '127.0.0.1:0' (the one before the real leader's).
+    const garbage = cluster.chain.leaderAt(4 * 4);
+    await waitFor(() => cluster.chain.slot() % 4 === 0 && cluster.chain.leaderAt(cluster.chain.slot()) === garbage, 20_000, 'the window before the real leader', 5);
     const res = await fetch(`http://127.0.0.1:${service.http.port}/binary?api-key=${key}`, { method: 'POST', body: tx });
     assert.equal(await res.text(), sigOf(tx));
     await waitFor(async () => (await conn.getSignatureStatuses([sigOf(tx)])).value[0] !== null, 20_000, 'the transaction to land through rpc-0', 50);

@@ -64,7 +64,10 @@ function blockTimeOf(chain: Chain, slot: number): number | null {
   return chain.ledger.block(slot)?.blockTime ?? null;
 }
 
-export function transactionMethods(chain: Chain): Methods {
+/** The multi-leader run's forward hop (send-service.ts): what sendTransaction does instead of executing. */
+export type ForwardToLeaders = (raw: Buffer, tx: TxFields, maxRetries: number | undefined) => void;
+
+export function transactionMethods(chain: Chain, forward?: ForwardToLeaders): Methods {
   /** The simulation result value, and the error's Display text for a preflight message. */
   const simulateValue = (d: Decoded, cfg: Raw): { value: Record<string, unknown>; errText: string | null } => {
     const sigVerify = optBool(cfg, 'sigVerify', false);
@@ -121,8 +124,12 @@ export function transactionMethods(chain: Chain): Methods {
         if (value.err === 'SignatureFailure') throw new RpcError(RPC.signatureVerificationFailure.code, RPC.signatureVerificationFailure.message);
         if (errText !== null) throw new RpcError(RPC.sendTransactionPreflightFailure.code, `${RPC.sendTransactionPreflightFailure.message}: ${errText}`, value);
       }
-      // Without preflight a rejected transaction is dropped silently, as a leader would drop it.
-      chain.submit(d.raw, d.tx);
+      const maxRetries = optU64(cfg, 'maxRetries');
+      // Multi-leader run: forwarded to the leaders' TPU (with retries), as an RPC node does; it lands only if
+      // it reaches a leader in time. Otherwise executed at once. Either way, without preflight a rejected
+      // transaction is dropped silently, as a leader would drop it.
+      if (forward !== undefined) forward(d.raw, d.tx, maxRetries);
+      else chain.submit(d.raw, d.tx);
       return signature;
     },
     simulateTransaction: (p) => {
