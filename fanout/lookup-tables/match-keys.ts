@@ -30,6 +30,8 @@ export class MatchKeys {
   private at: Int32Array = new Int32Array(LOOKUP_INTS * 8);
   /** Per call (matchRecord): the key ids of the loaded addresses some filter lists. */
   private ids: Int32Array = new Int32Array(INITIAL_KEYS);
+  /** How many of the last hitIds() are of writable indexes (they come first: the chain's load order). */
+  private writableIds = 0;
 
   constructor(private readonly cache: TableCache) {}
 
@@ -77,7 +79,7 @@ export class MatchKeys {
     const k = this.prepare(message, slot);
     if (k === UNKNOWN) return null;
     const n = this.hitIds(hits, message, k);
-    return index.matchIds(accountKeys, accountKeys.length, this.ids, n);
+    return index.matchIds(accountKeys, accountKeys.length, this.ids, n, this.writableIds);
   }
 
   /** matchRecord for v2's split match (static and loaded answers apart: loaded-match.ts). */
@@ -85,7 +87,9 @@ export class MatchKeys {
     const k = this.prepare(message, slot);
     if (k === UNKNOWN) return null;
     const n = this.hitIds(hits, message, k);
-    return index.matchSplitIds(accountKeys, accountKeys.length, this.ids, n);
+    // v2 filters on instructions, roles, signatures, votes read the record (filter-index.ts prepare).
+    index.prepare(accountKeys, message);
+    return index.matchSplitIds(accountKeys, accountKeys.length, this.ids, n, this.writableIds);
   }
 
   /** The key ids of the loaded addresses some filter lists, in load order (writable of every lookup, then
@@ -95,6 +99,7 @@ export class MatchKeys {
     const held = this.held;
     let n = 0;
     for (let pass = 0; pass < 2; pass++) {
+      if (pass === 1) this.writableIds = n;
       for (let i = 0; i < k; i++) {
         const e = held[i]!;
         if (e === UNUSABLE) continue;

@@ -181,6 +181,7 @@ export class V2Hub {
         maxFilters: cfg.maxFilters,
         maxKeysPerList: cfg.maxKeysPerList,
         maxFilterNameLen: cfg.maxFilterNameLen,
+        parts: cfg.v2.filterParts,
         maxKeysPerStream: cfg.maxKeysPerStream,
         maxFilterUpdatesPerSec: cfg.maxFilterUpdatesPerSec,
         maxKeysTotal: cfg.maxKeysTotal,
@@ -414,6 +415,7 @@ export class V2Hub {
    * named unresolved (the flagged filter was added while the record was held behind another).
    */
   private matchTx(index: FilterIndex<V2Session>, r: TxRecord, lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null, flagged: boolean): { matches: Match<V2Session>[]; loaded: LoadedAddresses | null } {
+    index.prepare(r.accountKeys, r.message); // filters on instructions, roles, signatures, votes (filter-index.ts)
     if (!flagged) return { matches: index.match(r.accountKeys), loaded: null };
     lookups ??= readLookups(r.message);
     if (lookups === null || lookups.length === 0) return { matches: index.match(r.accountKeys), loaded: null };
