@@ -746,8 +746,9 @@ function extraOk<S>(e: Entry<S>, cur: boolean, t: TxFacts | null, staticOnly: bo
   return true;
 }
 
+/** 30 bits of a signature's first 8 bytes (a Smi Map key; signatures are ed25519 output, spread already). */
 function sigHash(b: Uint8Array, o: number): number {
-  return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) ^ Math.imul(b[o + 4]! | (b[o + 5]! << 8) | (b[o + 6]! << 16) | (b[o + 7]! << 24), 0x9e3779b1);
+  return ((b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) ^ Math.imul(b[o + 4]! | (b[o + 5]! << 8) | (b[o + 6]! << 16) | (b[o + 7]! << 24), 0x9e3779b1)) & 0x3fffffff;
 }
 
 function equal64(a: Uint8Array, b: Uint8Array, bo: number): boolean {

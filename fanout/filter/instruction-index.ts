@@ -22,12 +22,15 @@ interface ProgramNode<E> {
   cells: number;
 }
 
-/** FNV-1a over b[o, o+n). */
+/** FNV-1a over b[o, o+n), kept to 30 bits: a small integer (Smi) is a Map key without a heap number. */
 function hashBytes(b: Uint8Array, o: number, n: number): number {
   let h = 0x811c9dc5;
   for (let i = o; i < o + n; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
-  return h >>> 0;
+  return h & 0x3fffffff;
 }
+
+/** A program's hash32 as a Map key (30 bits, a Smi). */
+const programKey = (h: number): number => h & 0x3fffffff;
 
 export class InstructionIndex<E> {
   private readonly programs = new Map<number, ProgramNode<E>[]>();
@@ -41,8 +44,8 @@ export class InstructionIndex<E> {
 
   add(entry: E, filter: CompiledInstructionFilter): IxCell<E> {
     const cell: IxCell<E> = { entry, filter };
-    let bucket = this.programs.get(filter.programHash);
-    if (bucket === undefined) this.programs.set(filter.programHash, (bucket = []));
+    let bucket = this.programs.get(programKey(filter.programHash));
+    if (bucket === undefined) this.programs.set(programKey(filter.programHash), (bucket = []));
     let node = bucket.find((n) => equal32(n.program, 0, filter.program, 0));
     if (node === undefined) bucket.push((node = { program: filter.program, lens: [], byLen: new Map(), cells: 0 }));
     const len = filter.prefix.length;
@@ -63,7 +66,7 @@ export class InstructionIndex<E> {
 
   remove(cell: IxCell<E>): void {
     const f = cell.filter;
-    const bucket = this.programs.get(f.programHash);
+    const bucket = this.programs.get(programKey(f.programHash));
     const node = bucket?.find((n) => equal32(n.program, 0, f.program, 0));
     if (bucket === undefined || node === undefined) return;
     const len = f.prefix.length;
@@ -82,7 +85,7 @@ export class InstructionIndex<E> {
     }
     if (node.cells === 0) {
       bucket.splice(bucket.indexOf(node), 1);
-      if (bucket.length === 0) this.programs.delete(f.programHash);
+      if (bucket.length === 0) this.programs.delete(programKey(f.programHash));
     }
   }
 
@@ -99,7 +102,7 @@ export class InstructionIndex<E> {
     for (let i = 0; i < t.ixCount; i++) {
       const po = t.programOff(i);
       if (po < 0) continue; // a program index past the static keys: the chain refuses it (README)
-      const bucket = this.programs.get(hash32(keys, po));
+      const bucket = this.programs.get(programKey(hash32(keys, po)));
       if (bucket === undefined) continue;
       let node: ProgramNode<E> | undefined;
       for (const n of bucket) if (equal32(n.program, 0, keys, po)) node = n;
