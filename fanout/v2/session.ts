@@ -311,6 +311,8 @@ export class V2Session {
         const id = set!.filters.find((f) => (clash & (1 << f.slot)) !== 0)!.name;
         return this.fail(streamError('invalidStart', { why: `filter ${JSON.stringify(id.slice(0, 64))} sets match_loaded_addresses, which is served with DECODED only: give it encoding DECODED` }));
       }
+      const parts = set?.filters.find((f) => f.extra !== undefined && ((set.masks.default >>> f.slot) & 1) === 1);
+      if (parts !== undefined) return this.fail(streamError('invalidStart', { why: `filter ${JSON.stringify(parts.name.slice(0, 64))} has instruction, role, signature or vote parts, which are served with DECODED only: give it encoding DECODED` }));
       this.streamRaw = true;
       this.setMasks(set);
     }

@@ -213,6 +213,16 @@ describe('stream v2 filters on instructions, roles, signatures and votes: golden
     await c.waitUpdates(() => c.txs().length === 1, 'the good filter still serves');
     assert.deepEqual(c.txs()[0]!.getFiltersList(), ['good']);
     assert.equal(c.status, undefined, 'the stream is still open');
+
+    // A stream that starts RAW would deliver a DEFAULT-encoded filter RAW, which these parts are not served with:
+    // refused at Start, naming the filter (as match_loaded_addresses is).
+    const r = client();
+    r.addFilter('parts', filter({ signer: [payer.publicKey.toBase58()] }));
+    r.start({ raw: true });
+    const st = await r.waitStatus();
+    assert.equal(st.code, 3);
+    assert.match(st.details, /invalid start: filter "parts" has instruction, role, signature or vote parts/);
+    assert.equal(st.metadata.get('x-error-reason')[0], 'invalid_start');
   });
 });
 
