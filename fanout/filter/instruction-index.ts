@@ -32,8 +32,16 @@ function hashBytes(b: Uint8Array, o: number, n: number): number {
 /** A program's hash32 as a Map key (30 bits, a Smi). */
 const programKey = (h: number): number => h & 0x3fffffff;
 
+/** 16 bits from both ends of a program key (filter-index.ts digest16's choice of bytes). */
+function digest16(b: Uint8Array, o: number): number {
+  return (b[o]! ^ b[o + 2]! ^ b[o + 29]!) | ((b[o + 1]! ^ b[o + 3]! ^ b[o + 30]!) << 8);
+}
+
 export class InstructionIndex<E> {
   private readonly programs = new Map<number, ProgramNode<E>[]>();
+  /** Programs per 16-bit digest: most instructions call a program no filter names (Compute Budget, System), and a
+   *  zero here answers that without hashing 32 bytes and probing the Map. */
+  private readonly digests = new Uint32Array(1 << 16);
   private count = 0;
   /** Reused per match: the cells that matched (valid until the next call). */
   readonly hits: IxCell<E>[] = [];
@@ -47,7 +55,10 @@ export class InstructionIndex<E> {
     let bucket = this.programs.get(programKey(filter.programHash));
     if (bucket === undefined) this.programs.set(programKey(filter.programHash), (bucket = []));
     let node = bucket.find((n) => equal32(n.program, 0, filter.program, 0));
-    if (node === undefined) bucket.push((node = { program: filter.program, lens: [], byLen: new Map(), cells: 0 }));
+    if (node === undefined) {
+      bucket.push((node = { program: filter.program, lens: [], byLen: new Map(), cells: 0 }));
+      this.digests[digest16(filter.program, 0)]!++;
+    }
     const len = filter.prefix.length;
     let byHash = node.byLen.get(len);
     if (byHash === undefined) {
@@ -84,6 +95,7 @@ export class InstructionIndex<E> {
       node.lens.splice(node.lens.indexOf(len), 1);
     }
     if (node.cells === 0) {
+      this.digests[digest16(node.program, 0)]!--;
       bucket.splice(bucket.indexOf(node), 1);
       if (bucket.length === 0) this.programs.delete(programKey(f.programHash));
     }
@@ -102,6 +114,7 @@ export class InstructionIndex<E> {
     for (let i = 0; i < t.ixCount; i++) {
       const po = t.programOff(i);
       if (po < 0) continue; // a program index past the static keys: the chain refuses it (README)
+      if (this.digests[digest16(keys, po)] === 0) continue;
       const bucket = this.programs.get(programKey(hash32(keys, po)));
       if (bucket === undefined) continue;
       let node: ProgramNode<E> | undefined;

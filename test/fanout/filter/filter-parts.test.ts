@@ -3,7 +3,7 @@ import bs58 from 'bs58';
 import fc from 'fast-check';
 import { readRecording, fileChunks } from '../../../bus/recording-io';
 import { decodeTxRecord } from '../../../bus/topics/stream-transactions';
-import { compileFilters, maskNames, type FilterSpec } from '../../../fanout/filter/compile';
+import { compileFilters, maskNames, type CompiledFilterSet, type FilterSpec } from '../../../fanout/filter/compile';
 import type { FilterExtraSpec, InstructionSpec } from '../../../fanout/filter/compile-extra';
 import { FilterIndex } from '../../../fanout/filter/filter-index';
 import { VOTE_PROGRAM } from '../../../fanout/filter/tx-facts';
@@ -224,6 +224,7 @@ interface Sub {
   name: string;
   loadedMask: number;
   filters: RandomFilter[];
+  set: CompiledFilterSet;
 }
 
 describe('v2 filter parts: instructions, roles, signature, vote (indexed = naive)', function () {
@@ -252,11 +253,11 @@ describe('v2 filter parts: instructions, roles, signature, vote (indexed = naive
           if (!r.ok) throw new Error(r.error.details);
           let loadedMask = 0;
           for (const f of r.set.filters) if (filters[f.slot]!.loadedFlag) loadedMask |= 1 << f.slot;
-          const sub = { name: `s${s}`, loadedMask, filters };
+          const sub = { name: `s${s}`, loadedMask, filters, set: r.set };
           subs.push(sub);
           index.replace(sub, r.set);
         });
-        for (const p of picks) {
+        const check = (p: number): void => {
           const t = topic[p % topic.length]!;
           index.prepare(t.keys, t.message);
           const got = new Map<Sub, string[]>();
@@ -276,7 +277,26 @@ describe('v2 filter parts: instructions, roles, signature, vote (indexed = naive
             }
             assert.deepEqual(got.get(sub) ?? [], want, `${sub.name} on a ${t.fields.versioned === true ? 'versioned' : 'legacy'} transaction`);
           }
+        };
+        for (const p of picks) check(p);
+        // Filters change: every other stream goes, the others keep their first filter and get the rest reversed
+        // (unchanged filters keep their entries, changed ones are removed from every chain, instruction and
+        // signature index and re-added): the index answers as a fresh one would.
+        for (let i = 0; i < subs.length; i++) {
+          const sub = subs[i]!;
+          if (i % 2 === 1) {
+            index.remove(sub);
+            sub.filters = [];
+            continue;
+          }
+          const filters = [sub.filters[0]!, ...sub.filters.slice(1).reverse()];
+          const r = compileFilters(filters.map((f, j) => [`f${j}`, f] as [string, FilterSpec]), LIMITS, sub.set);
+          if (!r.ok) throw new Error(r.error.details);
+          sub.filters = filters;
+          sub.loadedMask = filters.reduce((m, f, j) => (f.loadedFlag ? m | (1 << j) : m), 0);
+          index.replace(sub, r.set);
         }
+        for (const p of picks.slice(0, 15)) check(p);
       }),
       { numRuns: 300, seed: 3838 },
     );
