@@ -2,6 +2,7 @@ import { TOPIC } from '../bus/topics';
 import os from 'node:os';
 import { ConfigError, bool, hostPort, int, oneOf, section, str, type Raw } from '../infra/base/config-read';
 import { MAX_FILTERS_PER_SET } from './filter/compile';
+import { DEFAULT_FILTER_PART_LIMITS as FP, MAX_TX_BYTES, type FilterPartLimits } from './filter/compile-extra';
 
 export interface FanoutConfig {
   enabled: boolean;
@@ -73,6 +74,8 @@ export interface FanoutConfig {
     maxReplays: number;
     /** Bus records one replay reads per second at most (matched or not). */
     replayRecordsPerSec: number;
+    /** Limits of TransactionFilter's instruction filters (fanout/filter/compile-extra.ts; README). */
+    filterParts: FilterPartLimits;
   };
 }
 
@@ -128,6 +131,17 @@ function parseLookupTables(raw: unknown, p: string): LookupTablesConfig {
     fetchTimeoutMs: int(o, 'fetchTimeoutMs', p, 2_000, 10),
     wsUrl,
     maxSubscriptions: int(o, 'maxSubscriptions', p, 10_000, 0, 1_000_000),
+  };
+}
+
+/** fanout.v2.filterParts: per filter and per stream; a prefix or bytes beyond a transaction's size mean nothing. */
+function parseFilterParts(o: Raw, p: string): FilterPartLimits {
+  return {
+    maxInstructionFilters: int(o, 'maxInstructionFilters', p, FP.maxInstructionFilters, 0, 256),
+    maxInstructionFiltersPerStream: int(o, 'maxInstructionFiltersPerStream', p, FP.maxInstructionFiltersPerStream, 0, 8192),
+    maxDataPrefixBytes: int(o, 'maxDataPrefixBytes', p, FP.maxDataPrefixBytes, 0, MAX_TX_BYTES),
+    maxDataAt: int(o, 'maxDataAt', p, FP.maxDataAt, 0, 64),
+    maxDataAtBytes: int(o, 'maxDataAtBytes', p, FP.maxDataAtBytes, 0, MAX_TX_BYTES),
   };
 }
 
@@ -187,6 +201,7 @@ export function parseFanoutConfig(raw: unknown): FanoutConfig {
       enabled: bool(v2, 'enabled', `${p}.v2`, true),
       maxReplays: int(v2, 'maxReplays', `${p}.v2`, 64, 0),
       replayRecordsPerSec: int(v2, 'replayRecordsPerSec', `${p}.v2`, 100_000, 1),
+      filterParts: parseFilterParts(section(v2.filterParts, `${p}.v2.filterParts`), `${p}.v2.filterParts`),
     },
   };
   if (cfg.maxFilters > MAX_FILTERS_PER_SET) throw new ConfigError(`${p}.maxFilters: at most ${MAX_FILTERS_PER_SET} (matches travel as a 32-bit mask)`);

@@ -34,7 +34,7 @@ function slowWhat(c: { limit: 'bytes' | 'messages' | 'lag' | 'budget'; max: numb
   return `send queue exceeded ${c.max} ${c.limit}`;
 }
 
-export type ListKind = 'account_include' | 'account_exclude' | 'account_required';
+export type ListKind = 'account_include' | 'account_exclude' | 'account_required' | 'account_writable' | 'account_signer' | `instructions[${number}].program_id`;
 
 interface Row<C> {
   code: Status;
@@ -132,6 +132,44 @@ export const STREAM_ERRORS = {
     detail: (c) => `slow consumer: ${slowWhat(c)}; reconnect and reconcile the gap through JSON-RPC`,
   }),
   // ---- v2 (proto/stream_v2.proto) ----
+  // TransactionFilter's instruction, role, signature and vote parts (fanout/filter/compile-extra.ts): acknowledged
+  // with FILTER_ACK_INVALID (malformed) or FILTER_ACK_LIMIT_REACHED (a limit), the stream stays open.
+  invalidSignature: row<{ filter: string; value: string; why: string }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'invalid_signature',
+    retriable: false,
+    detail: (c) => `invalid signature in filter ${echo(c.filter)} ${echo(c.value)}: ${c.why}`,
+  }),
+  invalidInstructionFilter: row<{ filter: string; index: number; why: string }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'invalid_instruction_filter',
+    retriable: false,
+    detail: (c) => `invalid instruction filter in filter ${echo(c.filter)} instructions[${c.index}]: ${c.why}`,
+  }),
+  dataPrefixTooLong: row<{ filter: string; index: number; length: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'data_prefix_too_long',
+    retriable: false,
+    detail: (c) => `filter ${echo(c.filter)} instructions[${c.index}].data_prefix is ${c.length} bytes (at most ${c.max})`,
+  }),
+  dataBytesTooLong: row<{ filter: string; index: number; length: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'data_bytes_too_long',
+    retriable: false,
+    detail: (c) => `filter ${echo(c.filter)} instructions[${c.index}].data_at holds ${c.length} bytes in all (at most ${c.max})`,
+  }),
+  tooManyDataAt: row<{ filter: string; index: number; count: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'too_many_data_at',
+    retriable: false,
+    detail: (c) => `filter ${echo(c.filter)} instructions[${c.index}] has ${c.count} data_at entries (at most ${c.max})`,
+  }),
+  tooManyInstructionFilters: row<{ filter?: string; count: number; max: number }>({
+    code: Status.INVALID_ARGUMENT,
+    reason: 'too_many_instruction_filters',
+    retriable: false,
+    detail: (c) => (c.filter === undefined ? `filters would hold ${c.count} instruction filters (at most ${c.max} per stream)` : `filter ${echo(c.filter)} has ${c.count} instruction filters (at most ${c.max})`),
+  }),
   outOfRange: row<{ what: string; oldest: string }>({
     code: Status.OUT_OF_RANGE,
     reason: 'out_of_range',

@@ -38,7 +38,7 @@ class Varint {
 
 /** Walks one level of fields in [start, end): after next() returns true, `field`, `wire`, and for length-delimited
  *  fields `off`/`len` (for varints `value`) describe the current one. `bad` is set when the bytes do not parse. */
-class FieldWalker {
+export class FieldWalker {
   private readonly vi = new Varint();
   private b: Uint8Array = new Uint8Array(0);
   private pos = 0;

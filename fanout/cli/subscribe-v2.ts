@@ -14,7 +14,8 @@ import * as grpc from '@grpc/grpc-js';
 import bs58 from 'bs58';
 import { Timestamp } from 'google-protobuf/google/protobuf/timestamp_pb';
 import { UsageError, noPositionals, type ParsedArgs } from '../../infra/base/args';
-import { FilterAdd, FilterAckStatus, GapReason, LagPolicy, SlotStatus, Start, SubscribeRequest, TransactionFilter, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
+import { BoolValue } from 'google-protobuf/google/protobuf/wrappers_pb';
+import { FilterAdd, FilterAckStatus, GapReason, InstructionFilter, LagPolicy, SlotStatus, Start, SubscribeRequest, TransactionFilter, type SubscribeUpdate } from '../../proto/gen/stream_v2_pb';
 import { openV2Stream } from '../../proto/service-v2';
 import { cursorText, parseCursorText } from '../v2/cursor';
 
@@ -49,6 +50,43 @@ export function buildV2Start(args: ParsedArgs): Start {
   if (args.bool('skip')) s.setLagPolicy(LagPolicy.LAG_POLICY_SKIP);
   s.setSlots(args.bool('slots'));
   return s;
+}
+
+/**
+ * The one filter of the command line. `--data-prefix` pairs with `--program` in order (the n-th prefix is the
+ * n-th program's); a program without one matches any data. Values are checked by the server (FilterAck).
+ */
+export function buildV2Filter(args: ParsedArgs): TransactionFilter {
+  const f = new TransactionFilter();
+  f.setAccountIncludeList(args.all('include'));
+  f.setAccountExcludeList(args.all('exclude'));
+  f.setAccountRequiredList(args.all('required'));
+  f.setAccountWritableList(args.all('writable'));
+  f.setAccountSignerList(args.all('signer'));
+  f.setMatchLoadedAddresses(args.bool('match-loaded'));
+  const programs = args.all('program');
+  const prefixes = args.all('data-prefix');
+  if (prefixes.length > programs.length) throw new UsageError('each --data-prefix follows the --program it is for');
+  f.setInstructionsList(
+    programs.map((p, i) => {
+      const ix = new InstructionFilter();
+      ix.setProgramId(p);
+      const hex = prefixes[i] ?? '';
+      if (!/^(?:[0-9a-fA-F]{2})*$/.test(hex.replace(/^0x/, ''))) throw new UsageError(`--data-prefix must be hex bytes (e.g. 02000000): ${JSON.stringify(hex)}`);
+      ix.setDataPrefix(Buffer.from(hex.replace(/^0x/, ''), 'hex'));
+      return ix;
+    }),
+  );
+  const sig = args.get('signature');
+  if (sig !== undefined) f.setSignature(sig);
+  const vote = args.get('vote');
+  if (vote !== undefined) {
+    if (vote !== 'true' && vote !== 'false') throw new UsageError('--vote must be true or false');
+    const v = new BoolValue();
+    v.setValue(vote === 'true');
+    f.setVote(v);
+  }
+  return f;
 }
 
 export function formatUpdate(u: SubscribeUpdate, opts: { json: boolean; verbose: boolean }): string | undefined {
@@ -147,10 +185,7 @@ export async function runV2(args: ParsedArgs): Promise<number> {
       if (hint !== undefined) process.stderr.write(`meridian subscribe: to start from the oldest point the server holds: ${hint}\n`);
       resolve(s.code === grpc.status.OK ? 0 : 1);
     });
-    const f = new TransactionFilter();
-    f.setAccountIncludeList(args.all('include'));
-    f.setAccountExcludeList(args.all('exclude'));
-    f.setAccountRequiredList(args.all('required'));
+    const f = buildV2Filter(args);
     const add = new FilterAdd();
     add.setId(id);
     add.setFilter(f);

@@ -39,6 +39,13 @@ export const SUBSCRIBE_SPEC: CommandSpec = {
     { name: 'from-cursor', value: 'C', help: 'v2: resume from this cursor (base64url, as printed), then live' },
     { name: 'from-time', value: 'ISO', help: 'v2: replay from this time (ISO-8601), then live' },
     { name: 'skip', help: 'v2: lag policy skip (gap notices) instead of close' },
+    { name: 'program', value: 'P', multi: true, help: 'v2: match transactions with a top-level instruction calling this program (any of them)' },
+    { name: 'data-prefix', value: 'HEX', multi: true, help: 'v2: the n-th --program\'s instruction data starts with these bytes (hex)' },
+    { name: 'writable', value: 'KEY', multi: true, help: 'v2: match only transactions that hold all of these accounts writable' },
+    { name: 'signer', value: 'KEY', multi: true, help: 'v2: match only transactions signed by all of these accounts' },
+    { name: 'signature', value: 'SIG', help: 'v2: follow the transaction with this (first) signature, base58' },
+    { name: 'vote', value: 'true|false', help: 'v2: only vote transactions (true), or none of them (false)' },
+    { name: 'match-loaded', help: 'v2: also match addresses loaded through lookup tables (and print them)' },
   ],
   notes: `With no --include/--exclude/--required the filter matches every transaction.
 "subscribed" goes to stderr once the filter is in place; the stream's end status goes to stderr.
@@ -117,7 +124,7 @@ export function endedLine(s: { code: grpc.status; details: string }, address: st
 
 export async function run(argv: string[]): Promise<number> {
   if (argv.includes('--v2')) return (await import('./subscribe-v2')).runV2(parseCommand(argv, SUBSCRIBE_SPEC));
-  for (const o of ['--from-slot', '--from-cursor', '--from-time', '--skip']) if (argv.includes(o)) throw new UsageError(`${o} needs --v2`);
+  for (const o of ['--from-slot', '--from-cursor', '--from-time', '--skip', '--program', '--data-prefix', '--writable', '--signer', '--signature', '--vote', '--match-loaded']) if (argv.includes(o)) throw new UsageError(`${o} needs --v2`);
   const opts = parseSubscribeArgs(argv);
   const metadata = new grpc.Metadata();
   if (opts.token !== undefined) metadata.set('x-token', opts.token);

@@ -3,6 +3,7 @@ import { streamError, type ListKind, type StreamError } from '../errors';
 import { KeyList32, equal32, hash32 } from './key32';
 import { decode58Into } from './pubkey58';
 import type { WireKeys } from './wire-keys';
+import { compileExtra, DEFAULT_FILTER_PART_LIMITS, extraDigest, extraKeyCount, instructionFilterCount, type CompiledExtra, type FilterExtraSpec, type FilterPartLimits } from './compile-extra';
 
 // Compile a request's filter map once, at subscribe time (STYLE habit 8): validate every limit and key here,
 // so matching never meets a bad key and never re-parses base58. A compiled list is its keys' 32 raw bytes each
@@ -42,12 +43,16 @@ export interface FilterSpec {
   /** A digest of the filter's wire bytes, when it came off the wire: equal digests = unchanged filter. */
   digest?: string;
   options?: FilterOptions;
+  /** v2: instruction filters, role lists, signature, vote (compile-extra.ts); absent or empty: accounts only. */
+  extra?: FilterExtraSpec;
 }
 
 export interface FilterLimits {
   maxFilters: number;
   maxKeysPerList: number;
   maxFilterNameLen: number;
+  /** Limits of the v2 parts beyond account lists; absent: the defaults (compile-extra.ts). */
+  parts?: FilterPartLimits;
 }
 
 /** The most filters a set can hold: matched filters travel as bits of a 32-bit mask. */
@@ -63,6 +68,8 @@ export interface CompiledFilter {
   /** What it was compiled from, to tell an unchanged filter in the next update. */
   spec?: FilterSpec;
   options?: FilterOptions;
+  /** The v2 parts beyond account lists, when the filter has any. */
+  extra?: CompiledExtra;
 }
 
 function sameList(a: KeyList, b: KeyList): boolean {
@@ -74,6 +81,7 @@ function sameList(a: KeyList, b: KeyList): boolean {
 
 function sameSpec(a: FilterSpec, b: FilterSpec): boolean {
   if (a.digest !== undefined || b.digest !== undefined) return a.digest === b.digest;
+  if (extraDigest(a.extra) !== extraDigest(b.extra)) return false;
   return sameList(a.include, b.include) && sameList(a.exclude, b.exclude) && sameList(a.required, b.required);
 }
 
@@ -87,7 +95,7 @@ export function changedKeyCount(entries: ReadonlyArray<readonly [string, FilterS
   let n = 0;
   for (const [name, f] of entries) {
     const old = before.get(name);
-    if (old === undefined || !sameSpec(old, f)) n += f.include.length + f.exclude.length + f.required.length;
+    if (old === undefined || !sameSpec(old, f)) n += f.include.length + f.exclude.length + f.required.length + extraKeyCount(f.extra);
   }
   return n;
 }
@@ -95,7 +103,7 @@ export function changedKeyCount(entries: ReadonlyArray<readonly [string, FilterS
 /** Keys in a filter map as sent (before de-duplication): what the per-stream key cap counts. */
 export function specKeyCount(entries: ReadonlyArray<readonly [string, FilterSpec]>): number {
   let n = 0;
-  for (const [, f] of entries) n += f.include.length + f.exclude.length + f.required.length;
+  for (const [, f] of entries) n += f.include.length + f.exclude.length + f.required.length + extraKeyCount(f.extra);
   return n;
 }
 
@@ -189,6 +197,9 @@ export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSp
   if (previous !== null && previous !== undefined) for (const f of previous.filters) if (f.spec !== undefined) before.set(f.name, f);
   const max = Math.min(limits.maxFilters, MAX_FILTERS_PER_SET);
   if (entries.length > max) return { ok: false, error: streamError('tooManyFilters', { count: entries.length, max }) };
+  const parts = limits.parts ?? DEFAULT_FILTER_PART_LIMITS;
+  const ixCount = instructionFilterCount(entries);
+  if (ixCount > parts.maxInstructionFiltersPerStream) return { ok: false, error: streamError('tooManyInstructionFilters', { count: ixCount, max: parts.maxInstructionFiltersPerStream }) };
   const filters: CompiledFilter[] = [];
   for (const [name, spec] of entries) {
     if (name.length > limits.maxFilterNameLen) {
@@ -206,8 +217,10 @@ export function compileFilters(entries: ReadonlyArray<readonly [string, FilterSp
     if (!(exclude instanceof KeyList32)) return { ok: false, error: exclude };
     const required = compileList(name, 'account_required', spec.required, limits);
     if (!(required instanceof KeyList32)) return { ok: false, error: required };
+    const extra = compileExtra(name, spec.extra, parts, (filter, list, keys) => compileList(filter, list, keys, limits));
+    if (extra !== undefined && !('instructions' in extra)) return { ok: false, error: extra };
     // A wire spec is kept by its digest only: its lists point into the request buffer, which must not stay alive.
-    filters.push({ name, slot: filters.length, include, exclude, required, spec: spec.digest !== undefined ? { include: [], exclude: [], required: [], digest: spec.digest } : spec, options: spec.options });
+    filters.push({ name, slot: filters.length, include, exclude, required, spec: spec.digest !== undefined ? { include: [], exclude: [], required: [], digest: spec.digest } : spec, options: spec.options, ...(extra === undefined ? {} : { extra }) });
   }
   return { ok: true, set: { filters, masks: masksOf(filters) } };
 }

@@ -1,12 +1,21 @@
 import { PUBKEY_LEN, type CompiledFilter, type CompiledFilterSet } from './compile';
 import { equal32, hash32, type KeyList32 } from './key32';
 import { removeId } from './id-table';
+import { InstructionIndex, type IxCell } from './instruction-index';
+import { TxFacts } from './tx-facts';
 
 // Which subscribers does a transaction reach? Walk the transaction's static account keys against an index of
 // every active filter's keys — never each filter against the transaction. The walk goes over the smaller side:
 // a transaction carries tens of keys, the index holds up to subscribers × filters × 3 × 1,000 keys, and each
 // step is one hash lookup, so the cost is O(tx keys + postings hit + touched subscribers × their filters),
 // independent of how many subscribers are idle.
+//
+// v2's parts beyond account lists (compile-extra.ts) are keyed too: role lists (account_writable, account_signer)
+// as their own posting chains under the same key ids, walked only for a key the transaction holds in that role;
+// instruction filters by program id then data prefix (instruction-index.ts); signatures by their bytes. A filter
+// with none of include, required, role keys, instructions or a signature is match-all (vote and exclude alone
+// cannot find it). What a transaction holds in each role and its instructions come from its TxFacts, read once per
+// record (prepare) when some filter has such parts; a record matched without them matches no such filter.
 //
 // Rules (service.md Endpoint A 5–8): within one filter, include (any listed key present, or no include list),
 // required (every listed key present) and exclude (no listed key present) apply together. A filter with neither
@@ -31,6 +40,14 @@ interface Entry<S> {
   staticIncludeHit: boolean;
   staticRequiredHits: number;
   staticExcluded: boolean;
+  /** Role keys hit (over every key / static keys only), an instruction filter hit, the signature hit. */
+  wHits: number;
+  staticWHits: number;
+  sHits: number;
+  ixHit: boolean;
+  sigHit: boolean;
+  /** The instruction-index cells of this filter, to remove them when it goes. */
+  ixCells: IxCell<Entry<S>>[];
 }
 
 interface Owner<S> {
@@ -62,6 +79,11 @@ const EMPTY = new Int32Array(0);
 const INC = 0;
 const REQ = 1;
 const EXC = 2;
+/** Role lists: their own chains of a key (chain 1, 2), apart from the account lists' (chain 0). */
+const WRT = 3;
+const SGN = 4;
+const CHAINS = 3;
+const chainOf = (list: number): number => (list < WRT ? 0 : list - 2);
 
 /**
  * The postings, without a JS object, string or array per key: a full-size filter update adds and removes
@@ -79,10 +101,11 @@ class Postings {
   // keys
   keyBytes = new Uint8Array(1024 * PUBKEY_LEN);
   keyHash = new Int32Array(1024);
-  head = new Int32Array(1024);
-  tail = new Int32Array(1024);
-  /** The last match() that visited the key (a repeated key is visited once). */
-  keyGen = new Float64Array(1024);
+  /** Per key, CHAINS chains (accounts, writable, signer): chain c of key k at k * CHAINS + c. */
+  head = new Int32Array(CHAINS * 1024);
+  tail = new Int32Array(CHAINS * 1024);
+  /** The last match() that visited each chain of the key (a repeated key is visited once). */
+  keyGen = new Float64Array(CHAINS * 1024);
   keyFree: number[] = [];
   keyTop = 0;
   liveKeys = 0;
@@ -139,9 +162,11 @@ class Postings {
     const kb2 = this.keyBytes;
     for (let i = 0, d = k * PUBKEY_LEN; i < PUBKEY_LEN; i++) kb2[d + i] = b[o + i]!;
     this.keyHash[k] = h;
-    this.head[k] = -1;
-    this.tail[k] = -1;
-    this.keyGen[k] = 0;
+    for (let c = k * CHAINS; c < (k + 1) * CHAINS; c++) {
+      this.head[c] = -1;
+      this.tail[c] = -1;
+      this.keyGen[c] = 0;
+    }
     t[slot] = k + 1;
     this.liveKeys++;
     this.keySetVersion++;
@@ -180,25 +205,28 @@ class Postings {
     this.cellList[c] = list;
     this.cellKey[c] = k;
     // Appended, so a posting lists its filters in the order they came.
-    const last = this.tail[k]!;
+    const ch = k * CHAINS + chainOf(list);
+    const last = this.tail[ch]!;
     this.prev[c] = last;
     this.next[c] = -1;
-    if (last < 0) this.head[k] = c;
+    if (last < 0) this.head[ch] = c;
     else this.next[last] = c;
-    this.tail[k] = c;
+    this.tail[ch] = c;
     return c;
   }
 
   remove(c: number): void {
     const k = this.cellKey[c]!;
+    const ch = k * CHAINS + chainOf(this.cellList[c]!);
     const p = this.prev[c]!;
     const n = this.next[c]!;
-    if (p < 0) this.head[k] = n;
+    if (p < 0) this.head[ch] = n;
     else this.next[p] = n;
-    if (n < 0) this.tail[k] = p;
+    if (n < 0) this.tail[ch] = p;
     else this.prev[n] = p;
     this.cellFree.push(c);
-    if (this.head[k]! < 0) this.dropKey(k);
+    const h = k * CHAINS;
+    if (this.head[h]! < 0 && this.head[h + 1]! < 0 && this.head[h + 2]! < 0) this.dropKey(k);
   }
 
   private rehash(size: number): void {
@@ -219,9 +247,9 @@ class Postings {
     const n = this.keyHash.length * 2;
     this.keyBytes = grow(this.keyBytes, new Uint8Array(n * PUBKEY_LEN));
     this.keyHash = grow(this.keyHash, new Int32Array(n));
-    this.head = grow(this.head, new Int32Array(n));
-    this.tail = grow(this.tail, new Int32Array(n));
-    this.keyGen = grow(this.keyGen, new Float64Array(n));
+    this.head = grow(this.head, new Int32Array(CHAINS * n));
+    this.tail = grow(this.tail, new Int32Array(CHAINS * n));
+    this.keyGen = grow(this.keyGen, new Float64Array(CHAINS * n));
   }
 
   private growCells(): void {
@@ -257,6 +285,28 @@ export class FilterIndex<S> {
   private epochBase = 0;
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
   private readonly touched: Owner<S>[] = [];
+  /** Instruction filters by program, then prefix; filters by signature (hash of its first 8 bytes). */
+  private readonly ix = new InstructionIndex<Entry<S>>();
+  private readonly sigs = new Map<number, Entry<S>[]>();
+  /** Entries with parts beyond account lists: while 0, prepare() reads nothing. */
+  private extraEntries = 0;
+  private readonly txFacts = new TxFacts();
+  /** The facts of the record the next match call is for (prepare), taken by that call. */
+  private pending: TxFacts | null = null;
+
+  /**
+   * Reads what filters beyond account lists need of the record about to be matched (its static keys and message):
+   * the next match call takes it. Costs nothing while no filter has such parts.
+   */
+  prepare(keys: Uint8Array, message: Uint8Array): void {
+    this.pending = this.extraEntries === 0 ? null : this.txFacts.read(keys, keys.length, message);
+  }
+
+  private take(): TxFacts | null {
+    const t = this.pending;
+    this.pending = null;
+    return t !== null && !t.bad ? t : null;
+  }
 
   /**
    * Installs `set` as the subscriber's whole filter set (a replacement, never a patch). A filter carried over
@@ -275,7 +325,7 @@ export class FilterIndex<S> {
     const reused: (Entry<S> | undefined)[] = [];
     for (const filter of set.filters) {
       const e = kept.get(filter.include);
-      if (e !== undefined && e.filter.exclude === filter.exclude && e.filter.required === filter.required) {
+      if (e !== undefined && e.filter.exclude === filter.exclude && e.filter.required === filter.required && e.filter.extra === filter.extra) {
         kept.delete(filter.include);
         reused.push(e);
       } else {
@@ -290,11 +340,11 @@ export class FilterIndex<S> {
         e.filter = filter;
         e.bit = 1 << filter.slot;
       } else {
-        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false, staticIncludeHit: false, staticRequiredHits: 0, staticExcluded: false };
+        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false, staticIncludeHit: false, staticRequiredHits: 0, staticExcluded: false, wHits: 0, staticWHits: 0, sHits: 0, ixHit: false, sigHit: false, ixCells: [] };
         this.addEntry(e);
       }
       entries.push(e);
-      if (filter.include.length === 0 && filter.required.length === 0) matchAllCount++;
+      if (isMatchAll(filter)) matchAllCount++;
     }
     owner.set = set;
     owner.entries = entries;
@@ -326,7 +376,7 @@ export class FilterIndex<S> {
     const o = this.owners.get(sub);
     if (o === undefined) return 0;
     let n = 0;
-    for (const e of o.entries) n += e.filter.include.length + e.filter.exclude.length + e.filter.required.length;
+    for (const e of o.entries) n += keyCount(e.filter);
     return n;
   }
 
@@ -340,29 +390,55 @@ export class FilterIndex<S> {
     const id = this.entryFree.pop() ?? this.entries.length;
     this.entries[id] = e;
     e.id = id;
-    const total = f.include.length + f.required.length + f.exclude.length;
+    const x = f.extra;
+    const roles = x === undefined ? 0 : x.writable.length + x.signer.length;
+    const total = f.include.length + f.required.length + f.exclude.length + roles;
     const cells = new Int32Array(total);
     let j = 0;
     const p = this.postings;
-    for (const [list, l] of [
+    const lists: Array<readonly [number, KeyList32]> = [
       [INC, f.include],
       [REQ, f.required],
       [EXC, f.exclude],
-    ] as const) {
+    ];
+    if (x !== undefined) lists.push([WRT, x.writable], [SGN, x.signer]);
+    for (const [list, l] of lists) {
       const b = l.bytes;
       const h = l.hashes;
       for (let i = 0; i < l.length; i++) cells[j++] = p.add(p.intern(b, i * PUBKEY_LEN, h[i]!), id, list);
     }
     e.cells = cells;
-    this.listEntries += total;
+    this.listEntries += keyCount(f);
+    if (x !== undefined) {
+      this.extraEntries++;
+      for (const ixf of x.instructions) e.ixCells.push(this.ix.add(e, ixf));
+      if (x.signature !== null) {
+        const h = sigHash(x.signature, 0);
+        const l = this.sigs.get(h);
+        if (l === undefined) this.sigs.set(h, [e]);
+        else l.push(e);
+      }
+    }
   }
 
   private removeEntry(e: Entry<S>): void {
     const p = this.postings;
     const cells = e.cells;
     for (let i = 0; i < cells.length; i++) p.remove(cells[i]!);
-    this.listEntries -= cells.length;
+    this.listEntries -= keyCount(e.filter);
     e.cells = EMPTY;
+    const x = e.filter.extra;
+    if (x !== undefined) {
+      this.extraEntries--;
+      for (const c of e.ixCells) this.ix.remove(c);
+      e.ixCells = [];
+      if (x.signature !== null) {
+        const h = sigHash(x.signature, 0);
+        const l = this.sigs.get(h)!;
+        l.splice(l.indexOf(e), 1);
+        if (l.length === 0) this.sigs.delete(h);
+      }
+    }
     this.entries[e.id] = undefined;
     this.entryFree.push(e.id);
     e.id = -1;
@@ -400,27 +476,45 @@ export class FilterIndex<S> {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
+    const t = this.take();
     const p = this.postings;
-    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visit(p.find(keys, off), gen, touched);
+    for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
+      const k = p.find(keys, off);
+      if (k < 0) continue;
+      this.visit(k, gen, touched);
+      if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
+    }
+    if (t !== null) this.visitTx(t, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.matchOut(gen);
+    return this.matchOut(gen, t);
   }
 
   /**
    * One walk for a set in which some filters see loaded addresses and others the static keys only (v2's
    * match_loaded_addresses): `keys` holds the static keys in [0, staticLength) and the loaded ones after, up to
-   * `length`. Each match carries both answers — `mask` over every key, `staticMask` over the static keys — and
-   * the caller takes each filter's bit from the one it asked for. A loaded key equal to a static one is visited
-   * once, as a static key (it is in both sets). Returns the subscribers with a bit in either mask.
+   * `length`, the first `loadedWritable` of them writable. Each match carries both answers — `mask` over every key,
+   * `staticMask` over the static keys — and the caller takes each filter's bit from the one it asked for. A loaded
+   * key equal to a static one is visited once, as a static key (it is in both sets); its roles are its static ones.
+   * Returns the subscribers with a bit in either mask.
    */
-  matchSplit(keys: Uint8Array, staticLength: number, length = keys.length): SplitMatch<S>[] {
+  matchSplit(keys: Uint8Array, staticLength: number, length = keys.length, loadedWritable = 0): SplitMatch<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
+    const t = this.take();
     const p = this.postings;
-    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visitSplit(p.find(keys, off), off < staticLength, gen, touched);
+    for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
+      const k = p.find(keys, off);
+      if (k < 0) continue;
+      const isStatic = off < staticLength;
+      this.visitSplit(k, isStatic, gen, touched);
+      if (t === null) continue;
+      if (isStatic) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
+      else this.visitRoles(k, i - (staticLength >>> 5) < loadedWritable, false, false, gen, touched);
+    }
+    if (t !== null) this.visitTx(t, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.splitOut(gen);
+    return this.splitOut(gen, t);
   }
 
   /**
@@ -430,28 +524,41 @@ export class FilterIndex<S> {
    * The lookup-table path gives the ids of loaded addresses that some filter lists (table-hits.ts), so the
    * addresses no filter lists cost nothing here.
    */
-  matchIds(keys: Uint8Array, length: number, ids: Int32Array, n: number): Match<S>[] {
+  matchIds(keys: Uint8Array, length: number, ids: Int32Array, n: number, writableIds = 0): Match<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
+    const t = this.take();
     const p = this.postings;
-    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visit(p.find(keys, off), gen, touched);
-    for (let i = 0; i < n; i++) this.visit(ids[i]!, gen, touched);
+    for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
+      const k = p.find(keys, off);
+      if (k < 0) continue;
+      this.visit(k, gen, touched);
+      if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
+    }
+    for (let i = 0; i < n; i++) {
+      const k = ids[i]!;
+      if (k < 0) continue;
+      this.visit(k, gen, touched);
+      if (t !== null) this.visitRoles(k, i < writableIds, false, true, gen, touched);
+    }
+    if (t !== null) this.visitTx(t, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.matchOut(gen);
+    return this.matchOut(gen, t);
   }
 
   /**
-   * One key of match()/matchIds(): k a key id or -1. A malformed transaction may repeat a key; a posting already
+   * One key of match()/matchIds(): k a key id. A malformed transaction may repeat a key; a posting already
    * visited for this transaction is skipped (stamped with `gen`), so a repeat can neither count twice towards
    * `required` nor cost a second walk.
    */
   private visit(k: number, gen: number, touched: Owner<S>[]): void {
     const p = this.postings;
-    if (k < 0 || p.keyGen[k] === gen) return;
-    p.keyGen[k] = gen;
+    const ch = k * CHAINS;
+    if (p.keyGen[ch] === gen) return;
+    p.keyGen[ch] = gen;
     const entries = this.entries;
-    for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+    for (let c = p.head[ch]!; c >= 0; c = p.next[c]!) {
       const e = fresh(entries[p.cellEntry[c]!]!, gen);
       const list = p.cellList[c]!;
       if (list === INC) {
@@ -464,8 +571,63 @@ export class FilterIndex<S> {
     }
   }
 
+  /**
+   * The role chains of key k, for a key the transaction holds writable and/or as a signer. `isStatic` false: a
+   * loaded address (its writable hit counts for filters that see loaded addresses only). Each chain is walked once
+   * per transaction (a key both static and loaded, or repeated, counts once).
+   */
+  private visitRoles(k: number, writable: boolean, signer: boolean, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
+    const p = this.postings;
+    const entries = this.entries;
+    if (writable) {
+      const ch = k * CHAINS + 1;
+      if (p.keyGen[ch] !== gen) {
+        p.keyGen[ch] = gen;
+        for (let c = p.head[ch]!; c >= 0; c = p.next[c]!) {
+          const e = freshSplit(entries[p.cellEntry[c]!]!, gen);
+          e.wHits++;
+          if (isStatic) e.staticWHits++;
+          touch(touched, e.owner, gen);
+        }
+      }
+    }
+    if (signer) {
+      const ch = k * CHAINS + 2;
+      if (p.keyGen[ch] !== gen) {
+        p.keyGen[ch] = gen;
+        for (let c = p.head[ch]!; c >= 0; c = p.next[c]!) {
+          const e = freshSplit(entries[p.cellEntry[c]!]!, gen);
+          e.sHits++;
+          touch(touched, e.owner, gen);
+        }
+      }
+    }
+  }
+
+  /** Instruction filters and signatures: what the transaction's instructions and first signature reach. */
+  private visitTx(t: TxFacts, gen: number, touched: Owner<S>[]): void {
+    const n = this.ix.match(t);
+    const hits = this.ix.hits;
+    for (let i = 0; i < n; i++) {
+      const e = freshSplit(hits[i]!.entry, gen);
+      e.ixHit = true;
+      touch(touched, e.owner, gen);
+    }
+    hits.length = 0;
+    if (this.sigs.size > 0 && t.signatureOff >= 0) {
+      const l = this.sigs.get(sigHash(t.message, t.signatureOff));
+      if (l !== undefined)
+        for (const e0 of l) {
+          if (!equal64(e0.filter.extra!.signature!, t.message, t.signatureOff)) continue;
+          const e = freshSplit(e0, gen);
+          e.sigHit = true;
+          touch(touched, e.owner, gen);
+        }
+    }
+  }
+
   /** The subscribers whose filters matched in this walk (`gen`), each with its filters' bits. */
-  private matchOut(gen: number): Match<S>[] {
+  private matchOut(gen: number, t: TxFacts | null): Match<S>[] {
     const touched = this.touched;
     const out: Match<S>[] = [];
     for (const o of touched) {
@@ -476,6 +638,7 @@ export class FilterIndex<S> {
         if (cur && e.excluded) continue;
         if (f.include.length > 0 && !(cur && e.includeHit)) continue;
         if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
+        if (f.extra !== undefined && !extraOk(e, cur, t, false)) continue;
         mask |= e.bit;
       }
       if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
@@ -486,25 +649,39 @@ export class FilterIndex<S> {
 
   /**
    * matchSplit() with the loaded keys given as ids (as matchIds): static keys in keys[0, length), then ids[0, n)
-   * as loaded keys. The same answer, in the same order, as matchSplit on the block of static + loaded bytes.
+   * as loaded keys, the first `writableIds` of them loaded writable. The same answer, in the same order, as
+   * matchSplit on the block of static + loaded bytes.
    */
-  matchSplitIds(keys: Uint8Array, length: number, ids: Int32Array, n: number): SplitMatch<S>[] {
+  matchSplitIds(keys: Uint8Array, length: number, ids: Int32Array, n: number, writableIds = 0): SplitMatch<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
+    const t = this.take();
     const p = this.postings;
-    for (let off = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN) this.visitSplit(p.find(keys, off), true, gen, touched);
-    for (let i = 0; i < n; i++) this.visitSplit(ids[i]!, false, gen, touched);
+    for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
+      const k = p.find(keys, off);
+      if (k < 0) continue;
+      this.visitSplit(k, true, gen, touched);
+      if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
+    }
+    for (let i = 0; i < n; i++) {
+      const k = ids[i]!;
+      if (k < 0) continue;
+      this.visitSplit(k, false, gen, touched);
+      if (t !== null) this.visitRoles(k, i < writableIds, false, false, gen, touched);
+    }
+    if (t !== null) this.visitTx(t, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.splitOut(gen);
+    return this.splitOut(gen, t);
   }
 
   private visitSplit(k: number, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
     const p = this.postings;
-    if (k < 0 || p.keyGen[k] === gen) return;
-    p.keyGen[k] = gen;
+    const ch = k * CHAINS;
+    if (p.keyGen[ch] === gen) return;
+    p.keyGen[ch] = gen;
     const entries = this.entries;
-    for (let c = p.head[k]!; c >= 0; c = p.next[c]!) {
+    for (let c = p.head[ch]!; c >= 0; c = p.next[c]!) {
       const e = freshSplit(entries[p.cellEntry[c]!]!, gen);
       const list = p.cellList[c]!;
       if (list === INC) {
@@ -522,7 +699,7 @@ export class FilterIndex<S> {
     }
   }
 
-  private splitOut(gen: number): SplitMatch<S>[] {
+  private splitOut(gen: number, t: TxFacts | null): SplitMatch<S>[] {
     const touched = this.touched;
     const out: SplitMatch<S>[] = [];
     for (const o of touched) {
@@ -533,14 +710,50 @@ export class FilterIndex<S> {
         const f = e.filter;
         const inc = f.include.length > 0;
         const req = f.required.length;
-        if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req))) mask |= e.bit;
-        if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req))) staticMask |= e.bit;
+        const x = f.extra !== undefined;
+        if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req)) && !(x && !extraOk(e, cur, t, false))) mask |= e.bit;
+        if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req)) && !(x && !extraOk(e, cur, t, true))) staticMask |= e.bit;
       }
       if ((mask | staticMask) !== 0) out.push({ sub: o.sub, mask, set: o.set, staticMask });
     }
     touched.length = 0;
     return out;
   }
+}
+
+/** A filter found through no key, instruction or signature: visited on every transaction. */
+function isMatchAll(f: CompiledFilter): boolean {
+  if (f.include.length > 0 || f.required.length > 0) return false;
+  const x = f.extra;
+  return x === undefined || (x.writable.length === 0 && x.signer.length === 0 && x.instructions.length === 0 && x.signature === null);
+}
+
+/** What a filter holds against the key caps: its list entries, role keys and instruction filters. */
+function keyCount(f: CompiledFilter): number {
+  const x = f.extra;
+  return f.include.length + f.exclude.length + f.required.length + (x === undefined ? 0 : x.writable.length + x.signer.length + x.instructions.length);
+}
+
+/** The parts beyond account lists of a filter with them (`cur`: its scratch is of this walk). */
+function extraOk<S>(e: Entry<S>, cur: boolean, t: TxFacts | null, staticOnly: boolean): boolean {
+  if (t === null) return false;
+  const x = e.filter.extra!;
+  if (x.writable.length > 0 && !(cur && (staticOnly ? e.staticWHits : e.wHits) === x.writable.length)) return false;
+  if (x.signer.length > 0 && !(cur && e.sHits === x.signer.length)) return false;
+  if (x.instructions.length > 0 && !(cur && e.ixHit)) return false;
+  if (x.signature !== null && !(cur && e.sigHit)) return false;
+  if (x.vote >= 0 && (t.isVote ? 1 : 0) !== x.vote) return false;
+  return true;
+}
+
+/** 30 bits of a signature's first 8 bytes (a Smi Map key; signatures are ed25519 output, spread already). */
+function sigHash(b: Uint8Array, o: number): number {
+  return ((b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) ^ Math.imul(b[o + 4]! | (b[o + 5]! << 8) | (b[o + 6]! << 16) | (b[o + 7]! << 24), 0x9e3779b1)) & 0x3fffffff;
+}
+
+function equal64(a: Uint8Array, b: Uint8Array, bo: number): boolean {
+  for (let i = 0; i < 64; i++) if (a[i] !== b[bo + i]) return false;
+  return true;
 }
 
 /** Records the owner once per transaction. */
@@ -551,7 +764,7 @@ function touch<S>(touched: Owner<S>[], o: Owner<S>, gen: number): void {
   }
 }
 
-/** fresh() for matchSplit: the static-only scratch too. */
+/** fresh() for matchSplit and the parts beyond account lists: every scratch field. */
 function freshSplit<S>(e: Entry<S>, gen: number): Entry<S> {
   if (e.gen !== gen) {
     e.gen = gen;
@@ -561,6 +774,11 @@ function freshSplit<S>(e: Entry<S>, gen: number): Entry<S> {
     e.staticIncludeHit = false;
     e.staticRequiredHits = 0;
     e.staticExcluded = false;
+    e.wHits = 0;
+    e.staticWHits = 0;
+    e.sHits = 0;
+    e.ixHit = false;
+    e.sigHit = false;
   }
   return e;
 }
@@ -572,6 +790,11 @@ function fresh<S>(e: Entry<S>, gen: number): Entry<S> {
     e.includeHit = false;
     e.requiredHits = 0;
     e.excluded = false;
+    e.wHits = 0;
+    e.staticWHits = 0;
+    e.sHits = 0;
+    e.ixHit = false;
+    e.sigHit = false;
   }
   return e;
 }

@@ -43,6 +43,8 @@ export class MatchKeys {
   private ids: Int32Array = new Int32Array(INITIAL_KEYS);
   /** Per call: the bytes the offsets in `at` point into (the lookups header, or the message). */
   private src: Buffer = Buffer.alloc(0);
+  /** How many of the last hitIds() are of writable indexes (they come first: the chain's load order). */
+  private writableIds = 0;
 
   constructor(private readonly cache: TableCache) {}
 
@@ -91,7 +93,7 @@ export class MatchKeys {
     const k = this.prepare(r);
     if (k === UNKNOWN) return null;
     const n = this.hitIds(hits, k);
-    return index.matchIds(r.accountKeys, r.accountKeys.length, this.ids, n);
+    return index.matchIds(r.accountKeys, r.accountKeys.length, this.ids, n, this.writableIds);
   }
 
   /** matchRecord for v2's split match (static and loaded answers apart: loaded-match.ts). */
@@ -99,7 +101,9 @@ export class MatchKeys {
     const k = this.prepare(r);
     if (k === UNKNOWN) return null;
     const n = this.hitIds(hits, k);
-    return index.matchSplitIds(r.accountKeys, r.accountKeys.length, this.ids, n);
+    // v2 filters on instructions, roles, signatures, votes read the record (filter-index.ts prepare).
+    index.prepare(r.accountKeys, r.message);
+    return index.matchSplitIds(r.accountKeys, r.accountKeys.length, this.ids, n, this.writableIds);
   }
 
   /** The key ids of the loaded addresses some filter lists, in load order (writable of every lookup, then
@@ -110,6 +114,7 @@ export class MatchKeys {
     const held = this.held;
     let n = 0;
     for (let pass = 0; pass < 2; pass++) {
+      if (pass === 1) this.writableIds = n;
       for (let i = 0; i < k; i++) {
         const e = held[i]!;
         if (e === UNUSABLE) continue;

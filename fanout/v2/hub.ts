@@ -175,6 +175,7 @@ export class V2Hub {
         maxFilters: cfg.maxFilters,
         maxKeysPerList: cfg.maxKeysPerList,
         maxFilterNameLen: cfg.maxFilterNameLen,
+        parts: cfg.v2.filterParts,
         maxKeysPerStream: cfg.maxKeysPerStream,
         maxFilterUpdatesPerSec: cfg.maxFilterUpdatesPerSec,
         maxKeysTotal: cfg.maxKeysTotal,

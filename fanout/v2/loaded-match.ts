@@ -1,5 +1,5 @@
 import type { FilterIndex, Match, SplitMatch } from '../filter/filter-index';
-import { keysWithLoaded, type LoadedAddresses, type TableLookup } from '../filter/loaded-addresses';
+import { keysWithLoaded, LoadedBlock, type LoadedAddresses, type TableLookup } from '../filter/loaded-addresses';
 
 // v2 matching with `TransactionFilter.match_loaded_addresses`: a filter with the flag sees a v0 transaction's
 // static keys and the addresses its lookup tables load; a filter without it sees the static keys only (v1's
@@ -33,7 +33,8 @@ export function matchWithLoaded<S extends LoadedAware>(index: FilterIndex<S>, ac
     scratch.set(b, accountKeys.length);
     keys = scratch;
   } else keys = keysWithLoaded(accountKeys, loaded);
-  return mergeSplit(index.matchSplit(keys, accountKeys.length, accountKeys.length + n));
+  const writable = b === undefined ? loaded.writable.length : loaded instanceof LoadedBlock ? loaded.writableCount : loaded.writable.length;
+  return mergeSplit(index.matchSplit(keys, accountKeys.length, accountKeys.length + n, writable));
 }
 
 /** Each stream's mask from a split match: its flagged filters' bits over every key, the others' over the static

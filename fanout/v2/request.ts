@@ -1,5 +1,6 @@
 import { SubscribeRequest, TransactionEncoding, LagPolicy } from '../../proto/gen/stream_v2_pb';
 import type { FilterSpec } from '../filter/compile';
+import { readFilterExtra } from './request-extra';
 
 // A v2 SubscribeRequest as the session reads it: plain data. Requests are few (filter changes, pings, one start),
 // so the generated decoder reads them; what it cannot read ends the call as v1's does (INTERNAL).
@@ -47,6 +48,10 @@ export function decodeV2Request(bytes: Uint8Array): V2Request {
         required: f?.getAccountRequiredList() ?? [],
         options: { encoding, matchLoaded: f?.getMatchLoadedAddresses() ?? false },
       };
+      if (f !== undefined) {
+        const extra = readFilterExtra(f);
+        if (extra !== undefined) spec.extra = extra;
+      }
       return { add: { id: a.getId(), spec } };
     }
     case SubscribeRequest.RequestCase.REMOVE_FILTER:

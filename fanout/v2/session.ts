@@ -2,6 +2,7 @@ import type { Rental } from '../../bus/topics/rentals';
 import { frameHead, encodeFilterAck, encodeFilterIds, encodeGap, encodeHeartbeat, encodePong, encodeReplayComplete, FilterAckStatus, GapReason, stampSeq } from '../../proto/wire-v2';
 import { streamError, type StreamError, type StreamErrorKind } from '../errors';
 import { compileFilters, specKeyCount, type CompiledFilterSet, type FilterSpec } from '../filter/compile';
+import { isEmptyExtra, isLimitError, type FilterPartLimits } from '../filter/compile-extra';
 import type { FilterIndex } from '../filter/filter-index';
 import type { QueueBudget } from '../queue-budget';
 import type { StreamOrigin } from '../stream-limits';
@@ -44,7 +45,7 @@ export interface ResolvedStart {
 /** What a session needs from its hub (hub.ts). */
 export interface V2Context extends ReplaySource {
   readonly index: FilterIndex<V2Session>;
-  limits: { maxFilters: number; maxKeysPerList: number; maxFilterNameLen: number; maxKeysPerStream: number; maxFilterUpdatesPerSec: number; maxKeysTotal: number };
+  limits: { maxFilters: number; maxKeysPerList: number; maxFilterNameLen: number; parts?: FilterPartLimits; maxKeysPerStream: number; maxFilterUpdatesPerSec: number; maxKeysTotal: number };
   readonly queueLimits: { maxBytes: number; maxMessages: number; maxLagMs: number };
   budget: QueueBudget;
   /** The hub's live position (next offset per partition of each topic) and its encoding. */
@@ -207,6 +208,7 @@ export class V2Session implements ReplayTarget {
     if (raw && unavailable !== null) return this.ack(id, FilterAckStatus.invalid, `TRANSACTION_ENCODING_RAW is not served here: ${unavailable}`, 'unsupported_encoding');
     // RAW transactions come from entry records, which carry no lookup-table resolution (hub.ts).
     if (raw && matchLoaded) return this.ack(id, FilterAckStatus.invalid, 'match_loaded_addresses is served with DECODED transactions only', 'unsupported_combination');
+    if (raw && !isEmptyExtra(spec.extra)) return this.ack(id, FilterAckStatus.invalid, 'instruction, role, signature and vote filters are served with DECODED transactions only', 'unsupported_combination');
     const entries = new Map(this.specs);
     entries.set(id, spec);
     this.apply(id, entries);
@@ -240,7 +242,7 @@ export class V2Session implements ReplayTarget {
     const compiled = compileFilters(list, lim, this.filters);
     if (!compiled.ok) {
       const e = compiled.error;
-      const status = e.kind === 'tooManyFilters' || e.kind === 'tooManyKeys' ? FilterAckStatus.limitReached : FilterAckStatus.invalid;
+      const status = isLimitError(e.kind) ? FilterAckStatus.limitReached : FilterAckStatus.invalid;
       return this.ack(id, status, e.details, e.reason);
     }
     this.specs.clear();
@@ -281,6 +283,8 @@ export class V2Session implements ReplayTarget {
         const id = set!.filters.find((f) => (clash & (1 << f.slot)) !== 0)!.name;
         return this.fail(streamError('invalidStart', { why: `filter ${JSON.stringify(id.slice(0, 64))} sets match_loaded_addresses, which is served with DECODED only: give it encoding DECODED` }));
       }
+      const parts = set?.filters.find((f) => f.extra !== undefined && ((set.masks.default >>> f.slot) & 1) === 1);
+      if (parts !== undefined) return this.fail(streamError('invalidStart', { why: `filter ${JSON.stringify(parts.name.slice(0, 64))} has instruction, role, signature or vote parts, which are served with DECODED only: give it encoding DECODED` }));
       this.streamRaw = true;
       this.setMasks(set);
     }

@@ -162,6 +162,29 @@ export class TransactionFilter extends jspb.Message {
   getMatchLoadedAddresses(): boolean;
   setMatchLoadedAddresses(value: boolean): void;
 
+  clearInstructionsList(): void;
+  getInstructionsList(): Array<InstructionFilter>;
+  setInstructionsList(value: Array<InstructionFilter>): void;
+  addInstructions(value?: InstructionFilter, index?: number): InstructionFilter;
+
+  clearAccountWritableList(): void;
+  getAccountWritableList(): Array<string>;
+  setAccountWritableList(value: Array<string>): void;
+  addAccountWritable(value: string, index?: number): string;
+
+  clearAccountSignerList(): void;
+  getAccountSignerList(): Array<string>;
+  setAccountSignerList(value: Array<string>): void;
+  addAccountSigner(value: string, index?: number): string;
+
+  getSignature(): string;
+  setSignature(value: string): void;
+
+  hasVote(): boolean;
+  clearVote(): void;
+  getVote(): google_protobuf_wrappers_pb.BoolValue | undefined;
+  setVote(value?: google_protobuf_wrappers_pb.BoolValue): void;
+
   serializeBinary(): Uint8Array;
   toObject(includeInstance?: boolean): TransactionFilter.AsObject;
   static toObject(includeInstance: boolean, msg: TransactionFilter): TransactionFilter.AsObject;
@@ -179,6 +202,75 @@ export namespace TransactionFilter {
     accountRequiredList: Array<string>,
     encoding: TransactionEncodingMap[keyof TransactionEncodingMap],
     matchLoadedAddresses: boolean,
+    instructionsList: Array<InstructionFilter.AsObject>,
+    accountWritableList: Array<string>,
+    accountSignerList: Array<string>,
+    signature: string,
+    vote?: google_protobuf_wrappers_pb.BoolValue.AsObject,
+  }
+}
+
+export class InstructionFilter extends jspb.Message {
+  getProgramId(): string;
+  setProgramId(value: string): void;
+
+  getDataPrefix(): Uint8Array | string;
+  getDataPrefix_asU8(): Uint8Array;
+  getDataPrefix_asB64(): string;
+  setDataPrefix(value: Uint8Array | string): void;
+
+  clearDataAtList(): void;
+  getDataAtList(): Array<DataBytes>;
+  setDataAtList(value: Array<DataBytes>): void;
+  addDataAt(value?: DataBytes, index?: number): DataBytes;
+
+  hasDataSize(): boolean;
+  clearDataSize(): void;
+  getDataSize(): google_protobuf_wrappers_pb.UInt32Value | undefined;
+  setDataSize(value?: google_protobuf_wrappers_pb.UInt32Value): void;
+
+  serializeBinary(): Uint8Array;
+  toObject(includeInstance?: boolean): InstructionFilter.AsObject;
+  static toObject(includeInstance: boolean, msg: InstructionFilter): InstructionFilter.AsObject;
+  static extensions: {[key: number]: jspb.ExtensionFieldInfo<jspb.Message>};
+  static extensionsBinary: {[key: number]: jspb.ExtensionFieldBinaryInfo<jspb.Message>};
+  static serializeBinaryToWriter(message: InstructionFilter, writer: jspb.BinaryWriter): void;
+  static deserializeBinary(bytes: Uint8Array): InstructionFilter;
+  static deserializeBinaryFromReader(message: InstructionFilter, reader: jspb.BinaryReader): InstructionFilter;
+}
+
+export namespace InstructionFilter {
+  export type AsObject = {
+    programId: string,
+    dataPrefix: Uint8Array | string,
+    dataAtList: Array<DataBytes.AsObject>,
+    dataSize?: google_protobuf_wrappers_pb.UInt32Value.AsObject,
+  }
+}
+
+export class DataBytes extends jspb.Message {
+  getOffset(): number;
+  setOffset(value: number): void;
+
+  getBytes(): Uint8Array | string;
+  getBytes_asU8(): Uint8Array;
+  getBytes_asB64(): string;
+  setBytes(value: Uint8Array | string): void;
+
+  serializeBinary(): Uint8Array;
+  toObject(includeInstance?: boolean): DataBytes.AsObject;
+  static toObject(includeInstance: boolean, msg: DataBytes): DataBytes.AsObject;
+  static extensions: {[key: number]: jspb.ExtensionFieldInfo<jspb.Message>};
+  static extensionsBinary: {[key: number]: jspb.ExtensionFieldBinaryInfo<jspb.Message>};
+  static serializeBinaryToWriter(message: DataBytes, writer: jspb.BinaryWriter): void;
+  static deserializeBinary(bytes: Uint8Array): DataBytes;
+  static deserializeBinaryFromReader(message: DataBytes, reader: jspb.BinaryReader): DataBytes;
+}
+
+export namespace DataBytes {
+  export type AsObject = {
+    offset: number,
+    bytes: Uint8Array | string,
   }
 }
 

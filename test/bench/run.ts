@@ -19,6 +19,7 @@ const BENCHES: BenchModule[] = [
   { file: './ingest-flood', title: 'ingest under a flood (cost per hostile datagram by kind, good blocks under a UDP flood)', entry: 'benchIngestFlood' },
   { file: './fanout', title: 'fanout', entry: 'benchFanout' },
   { file: './fanout-filter', title: 'fanout filter update', entry: 'benchFanoutFilter' },
+  { file: './fanout-filter-parts', title: 'fanout matching: instruction and role filters beside account-only filters of the same reach', entry: 'benchFanoutFilterParts' },
   { file: './fanout-lookup', title: 'fanout matching with lookup tables resolved', entry: 'benchFanoutLookup' },
   { file: './stream-v2', title: 'stream v2 beside v1 (hub CPU, replay)', entry: 'benchStreamV2' },
   { file: './stream-v2-wire', title: 'stream v2 over sockets beside v1 (CPU per message, bytes on the wire, gzip/zstd)', entry: 'benchStreamV2Wire' },

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import bs58 from 'bs58';
+import { Keypair, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
+import { encodeTxRecord } from '../../../bus/topics/stream-transactions';
+import { decodeTransaction } from '../../../proto/txn/decode';
+import { encodeTransaction } from '../../../proto/wire';
 import { cliCommand } from '../../support/paths';
 import { waitFor } from '../../support/wait';
 import { makeTx, startTestFanout, testKey, testKey58, type TestFanout } from '../support';
@@ -100,4 +104,39 @@ describe('meridian subscribe --v2', function () {
       assert.equal(code, 2, err);
     }
   });
+
+  it('--program with --data-prefix, --signer, --writable, --signature: prints only what they match; a bad value is refused with its reason (exit 1)', async () => {
+    const payer = Keypair.fromSeed(new Uint8Array(32).fill(21));
+    const dest = Keypair.fromSeed(new Uint8Array(32).fill(22)).publicKey;
+    const wire = (ixs: TransactionInstruction[]): { raw: Buffer; sig: string } => {
+      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: bs58.encode(Buffer.alloc(32, 0x11)) }).add(...ixs);
+      tx.sign(payer);
+      return { raw: tx.serialize(), sig: bs58.encode(tx.signature!) };
+    };
+    const transfer = wire([SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: dest, lamports: 5 })]);
+    // Allocate (data 08000000…) with dest writable beside it: payer signs, dest is writable; only the prefix differs.
+    const alloc = SystemProgram.allocate({ accountPubkey: payer.publicKey, space: 8 });
+    alloc.keys.push({ pubkey: dest, isSigner: false, isWritable: true });
+    const create = wire([alloc]);
+    const record = (raw: Buffer) => {
+      const d = decodeTransaction(raw, 77n);
+      assert.ok(d.ok);
+      return { key: d.tx.signatures[0]!, value: encodeTxRecord({ slot: 77n, observedAtMs: Date.now(), accountKeys: d.staticKeys, message: encodeTransaction(d.tx) }) };
+    };
+    const a = runCli(['--url', f.address, '--json', '--program', SystemProgram.programId.toBase58(), '--data-prefix', '02000000', '--signer', payer.publicKey.toBase58(), '--writable', dest.toBase58()]);
+    const b = runCli(['--url', f.address, '--json', '--signature', create.sig]);
+    await waitFor(() => /subscribed/.test(a.err()) && /subscribed/.test(b.err()), 20_000, 'both subscribed');
+    await waitFor(() => f.fanout.v2Stats()!.streams >= 2, 5000, 'both open');
+    await f.bus.produce(f.cfg.topics.transactions, [record(create.raw), record(transfer.raw)]);
+    await waitFor(() => a.out().trim() !== '' && b.out().trim() !== '', 20_000, 'a line each');
+    const sigsOf = (out: string): string[] => out.trim().split('\n').map((l) => (JSON.parse(l) as Line).signature!);
+    assert.deepEqual(sigsOf(b.out()), [create.sig]);
+    assert.deepEqual(sigsOf(a.out()), [transfer.sig], 'the transfer (data 02000000…) only, not Allocate (08000000…)');
+    assert.equal(await a.stop(), 0);
+    assert.equal(await b.stop(), 0);
+    const bad = runCli(['--url', f.address, '--program', 'not-a-key0']);
+    assert.equal(await bad.exited, 1);
+    assert.match(bad.err(), /refused \(invalid_pubkey\)/);
+  });
 });
+

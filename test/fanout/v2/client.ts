@@ -45,6 +45,16 @@ export class V2Client {
     this.stream.write(r);
   }
 
+  /** Adds a filter as built (every TransactionFilter field). */
+  addFilter(id: string, f: TransactionFilter): void {
+    const a = new FilterAdd();
+    a.setId(id);
+    a.setFilter(f);
+    const r = new SubscribeRequest();
+    r.setAddFilter(a);
+    this.stream.write(r);
+  }
+
   remove(id: string): void {
     const rm = new FilterRemove();
     rm.setId(id);
