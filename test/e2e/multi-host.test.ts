@@ -189,11 +189,26 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     const probeKey = `1d4e6f80-2b3c-4d5e-9f0a-${tag.padStart(12, '0').slice(-12)}`;
     const probe = rental({ id: `mh-probe-${tag}`, ips: [HOST(102)], apiKeys: [probeKey], rps: 1000, tps: 1000 });
 
-    // --- hosts. The first one's start creates the topics (topic creation on, the default); the others find them.
-    const ingestCfg = (n: number): Record<string, unknown> => ({ ingest: { enabled: true, listen: `${HOST(n)}:0`, shredVersion: SHRED_VERSION, leader: { mode: 'off' } } });
-    const ingests = [await start('ingest-a', brokers, ingestCfg(21))];
+    // --- topics, by the project's own creation (what `meridian start` runs with bus.createTopics on), before any
+    // host starts, then seen by every broker: a fresh cluster's brokers learn a new topic's metadata at different
+    // moments, and kafkajs gives up on the UNKNOWN_TOPIC_OR_PARTITION of a broker that has not yet (a start
+    // racing it ended in a stack trace: see the report). The hosts then find the topics (existing: not an error).
     const { log } = quietLog('warn');
     const admin = new KafkaBus({ brokers, clientId: 'mh-admin', log });
+    await admin.createTopics(defaultTopicSpecs());
+    for (const b of brokers) {
+      const one = new Kafka({ brokers: [b], clientId: 'mh-topics', logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+      await one.connect();
+      await waitFor(async () => {
+        const m = await one.fetchTopicMetadata({ topics: defaultTopicSpecs().map((s) => s.name) }).catch(() => null);
+        return m !== null && m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((x) => x.leader >= 0));
+      }, 30_000, `broker ${b} to know every topic`, 100);
+      await one.disconnect();
+    }
+
+    // --- hosts.
+    const ingestCfg = (n: number): Record<string, unknown> => ({ ingest: { enabled: true, listen: `${HOST(n)}:0`, shredVersion: SHRED_VERSION, leader: { mode: 'off' } } });
+    const ingests = [await start('ingest-a', brokers, ingestCfg(21))];
     await putRental(admin, main);
     await putRental(admin, probe);
     const fanoutCfg = (n: number): Record<string, unknown> => ({ fanout: { enabled: true, listen: `${HOST(n)}:0`, auth: { mode: 'none' } } });
