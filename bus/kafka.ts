@@ -13,7 +13,7 @@ import {
 } from 'kafkajs';
 import type { Bus, BusMessage, ConsumeOptions, Consumer, LogIdentity, ProduceRecord, TopicSpec } from './bus';
 import { rootLogger, type Log } from '../infra/base/log';
-import { replicationFor } from './replication';
+import { DEFAULT_REPLICAS, replicationFor } from './replication';
 import { asUnreachable, brokerMasker, maskError, type Masker } from './broker-address';
 
 // The Bus on Apache Kafka through kafkajs.
@@ -221,7 +221,14 @@ export class KafkaBus implements Bus {
     const missing = specs.filter((s) => !existing.has(s.name));
     if (missing.length === 0) return;
     // Replicas are capped at the brokers that answer now (bus/replication.ts): one node cannot hold three copies.
-    const brokers = (await this.kafkaCall(() => admin.describeCluster())).brokers.length;
+    // A broker still registering (a cluster just started) is missing from one answer: a topic made then would keep
+    // fewer copies for good, so a short count is asked again a few times (at most ~3 s) before it is believed.
+    const wanted = Math.max(...missing.map((s) => s.replicas ?? DEFAULT_REPLICAS));
+    let brokers = 0;
+    for (let attempt = 0; attempt < 4 && brokers < wanted; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 1000));
+      brokers = Math.max(brokers, (await this.kafkaCall(() => admin.describeCluster())).brokers.length);
+    }
     const planned = missing.map((s) => ({ s, r: replicationFor(s, brokers) }));
     // kafkajs's own waitForLeaders asks the controller's metadata once per 100 ms and gives up on the first
     // UNKNOWN_TOPIC_OR_PARTITION, which a cluster of several brokers answers while the new topic's metadata is
