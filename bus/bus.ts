@@ -35,6 +35,10 @@ export interface TopicSpec {
   compacted: boolean;
   /** Retention for non-compacted topics, ms; undefined = implementation default. */
   retentionMs?: number;
+  /** Copies on a Kafka cluster (capped at its broker count; bus/replication.ts); undefined = 3. The embedded bus keeps one. */
+  replicas?: number;
+  /** min.insync.replicas on Kafka (what an acks=all produce waits for); undefined = 2. */
+  minInsync?: number;
 }
 
 /**

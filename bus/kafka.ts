@@ -13,6 +13,7 @@ import {
 } from 'kafkajs';
 import type { Bus, BusMessage, ConsumeOptions, Consumer, LogIdentity, ProduceRecord, TopicSpec } from './bus';
 import { rootLogger, type Log } from '../infra/base/log';
+import { DEFAULT_REPLICAS, replicationFor } from './replication';
 import { asUnreachable, brokerMasker, maskError, type Masker } from './broker-address';
 
 // The Bus on Apache Kafka through kafkajs.
@@ -57,6 +58,27 @@ const tp = (topic: string, partition: number): string => `${topic}\0${partition}
 
 /** Where the brokers are set when the caller does not say (the service's config). */
 const BROKERS_SETTING = 'bus.brokers (MERIDIAN__BUS__BROKERS, or KAFKA_BROKERS)';
+
+/** How long createTopics waits for every new partition to have a leader. */
+const TOPIC_LEADERS_WAIT_MS = 30_000;
+
+/**
+ * Resolves once every partition of `topics` has a leader in the cluster's metadata; retriable errors (a topic not
+ * yet known to the broker asked, a leader not yet elected) are retried until `timeoutMs`.
+ */
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics });
+      if (meta.topics.length === topics.length && meta.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (e) {
+      if ((e as { retriable?: boolean }).retriable !== true || Date.now() >= deadline) throw e;
+    }
+    if (Date.now() >= deadline) throw new Error(`topics ${topics.join(', ')}: no leader for every partition within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 /** ListOffsets attempts on retriable errors (about 4.5 s of backoff in all). */
 const END_OFFSETS_ATTEMPTS = 10;
@@ -198,12 +220,28 @@ export class KafkaBus implements Bus {
     const existing = new Set(await this.kafkaCall(() => admin.listTopics()));
     const missing = specs.filter((s) => !existing.has(s.name));
     if (missing.length === 0) return;
+    // Replicas are capped at the brokers that answer now (bus/replication.ts): one node cannot hold three copies.
+    // A broker still registering (a cluster just started) is missing from one answer: a topic made then would keep
+    // fewer copies for good, so a short count is asked again a few times (at most ~3 s) before it is believed.
+    const wanted = Math.max(...missing.map((s) => s.replicas ?? DEFAULT_REPLICAS));
+    let brokers = 0;
+    // One broker answering is believed at once (a single-node cluster: every test's broker).
+    for (let attempt = 0; attempt < 4 && brokers < wanted && (attempt === 0 || brokers > 1); attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 1000));
+      brokers = Math.max(brokers, (await this.kafkaCall(() => admin.describeCluster())).brokers.length);
+    }
+    const planned = missing.map((s) => ({ s, r: replicationFor(s, brokers) }));
+    // kafkajs's own waitForLeaders asks the controller's metadata once per 100 ms and gives up on the first
+    // UNKNOWN_TOPIC_OR_PARTITION, which a cluster of several brokers answers while the new topic's metadata is
+    // still spreading (seen on a 3-broker KRaft cluster): the wait below retries that too.
     await this.kafkaCall(() => admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((s) => ({
+      waitForLeaders: false,
+      topics: planned.map(({ s, r }) => ({
         topic: s.name,
         numPartitions: s.partitions,
+        replicationFactor: r.replicationFactor,
         configEntries: [
+          { name: 'min.insync.replicas', value: String(r.minInsync) },
           { name: 'cleanup.policy', value: s.compacted ? 'compact' : 'delete' },
           // BusMessage.timestamp is the append time, as on the embedded bus, not the producer's clock.
           { name: 'message.timestamp.type', value: 'LogAppendTime' },
@@ -211,6 +249,7 @@ export class KafkaBus implements Bus {
         ],
       })),
     }));
+    await this.kafkaCall(() => waitForLeaders(admin, planned.map(({ s }) => s.name), TOPIC_LEADERS_WAIT_MS));
   }
 
   async produce(topic: string, records: ProduceRecord[]): Promise<void> {

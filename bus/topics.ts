@@ -25,6 +25,7 @@ export const FLEET_USAGE_RETENTION_MS = 60_000;
 /** submit.traces' default retention: a day of traces for customers' pipelines to catch up on. */
 export const SUBMIT_TRACES_RETENTION_MS = 24 * HOUR_MS;
 
+/** Every topic keeps 3 copies with min.insync.replicas 2 (bus/replication.ts) unless its entry says otherwise. */
 export function defaultTopicSpecs(partitions: { stream?: number; usage?: number } = {}, retention: { submitTracesMs?: number } = {}): TopicSpec[] {
   return [
     { name: TOPIC.streamTransactions, partitions: partitions.stream ?? 1, compacted: false, retentionMs: HOUR_MS },
@@ -36,6 +37,8 @@ export function defaultTopicSpecs(partitions: { stream?: number; usage?: number 
     { name: TOPIC.submitTraces, partitions: 3, compacted: false, retentionMs: retention.submitTracesMs ?? SUBMIT_TRACES_RETENTION_MS },
     { name: TOPIC.rentals, partitions: 1, compacted: true },
     // One partition (every instance reads every report, in order); a minute is six times the longest default window.
-    { name: TOPIC.fleetUsage, partitions: 1, compacted: false, retentionMs: FLEET_USAGE_RETENTION_MS },
+    // min.insync.replicas 1: a report is stale in 200 ms and the next one replaces it, so the exchange keeps going
+    // on the one broker left rather than stopping (which would leave every instance counting alone).
+    { name: TOPIC.fleetUsage, partitions: 1, compacted: false, retentionMs: FLEET_USAGE_RETENTION_MS, minInsync: 1 },
   ];
 }

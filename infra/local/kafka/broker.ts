@@ -44,11 +44,11 @@ const DEFAULT_START_TIMEOUT_MS = 90_000;
 const STOP_GRACE_MS = 30_000;
 
 /** A port nobody listens on right now (the kernel's pick for port 0). Another process may take it before the JVM binds: start() retries. */
-export function freePort(): Promise<number> {
+export function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(0, host, () => {
       const a = srv.address();
       srv.close(() => (a !== null && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))));
     });
@@ -60,26 +60,42 @@ export function newClusterId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-function serverProperties(port: number, controllerPort: number, dataDir: string): string {
+/** One KRaft node's place: its id, the address it binds, and the quorum it votes in. */
+export interface NodeLayout {
+  nodeId: number;
+  host: string;
+  port: number;
+  controllerPort: number;
+  /** controller.quorum.voters, e.g. "1@127.0.0.1:9093" (one node) or three such entries. */
+  voters: string;
+  dataDir: string;
+  /** Replication of internal topics and the default for new ones, and min.insync.replicas: 1 and 1 on one node. */
+  replication: number;
+  minInsync: number;
+  /** broker.session.timeout.ms and broker.heartbeat.interval.ms when set (a cluster whose brokers are killed in tests). */
+  session?: { timeoutMs: number; heartbeatMs: number };
+}
+
+export function serverProperties(n: NodeLayout): string {
   const props: Record<string, string | number | boolean> = {
     'process.roles': 'broker,controller',
-    'node.id': 1,
-    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
-    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${port}`,
+    'node.id': n.nodeId,
+    'controller.quorum.voters': n.voters,
+    listeners: `PLAINTEXT://${n.host}:${n.port},CONTROLLER://${n.host}:${n.controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://${n.host}:${n.port}`,
     'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'log.dirs': dataDir,
-    // One node: every internal topic has one replica, and one partition keeps the first group join fast
-    // (the default 50 offsets partitions are created on the first FindCoordinator).
-    'offsets.topic.replication.factor': 1,
+    'log.dirs': n.dataDir,
+    // Internal topics at the cluster's replication (one node: one replica), and one offsets partition keeps the
+    // first group join fast (the default 50 are created on the first FindCoordinator).
+    'offsets.topic.replication.factor': n.replication,
     'offsets.topic.num.partitions': 1,
-    'transaction.state.log.replication.factor': 1,
-    'transaction.state.log.min.isr': 1,
+    'transaction.state.log.replication.factor': n.replication,
+    'transaction.state.log.min.isr': n.minInsync,
     'transaction.state.log.num.partitions': 1,
-    'min.insync.replicas': 1,
-    'default.replication.factor': 1,
+    'min.insync.replicas': n.minInsync,
+    'default.replication.factor': n.replication,
     'num.partitions': 1,
     // The default 3 s delay would hold every group's first join.
     'group.initial.rebalance.delay.ms': 0,
@@ -92,12 +108,13 @@ function serverProperties(port: number, controllerPort: number, dataDir: string)
     'num.io.threads': 2,
     'background.threads': 2,
     'num.recovery.threads.per.data.dir': 1,
+    ...(n.session === undefined ? {} : { 'broker.session.timeout.ms': n.session.timeoutMs, 'broker.heartbeat.interval.ms': n.session.heartbeatMs }),
   };
   return `${Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n')}\n`;
 }
 
 // The JVM's output goes to broker.log; without a log4j configuration reload4j prints nothing useful.
-const LOG4J = [
+export const LOG4J = [
   'log4j.rootLogger=INFO, stdout',
   'log4j.appender.stdout=org.apache.log4j.ConsoleAppender',
   'log4j.appender.stdout.layout=org.apache.log4j.PatternLayout',
@@ -107,7 +124,7 @@ const LOG4J = [
   '',
 ].join('\n');
 
-function tail(file: string, bytes = 4000): string {
+export function tail(file: string, bytes = 4000): string {
   try {
     const text = fs.readFileSync(file, 'utf8');
     return text.slice(-bytes);
@@ -139,6 +156,25 @@ export async function waitForKafka(brokers: string[], timeoutMs: number, abort?:
   }
   if (aborted !== null) throw aborted;
   throw new Error(`Kafka did not answer describeCluster within ${timeoutMs} ms (last error: ${last instanceof Error ? last.message : String(last)})`);
+}
+
+/** java with a small heap, serial GC and the folder's log4j.properties, running one of Kafka's main classes. */
+export function javaCommand(jars: string, heapMb: number, dir: string, mainClass: string, args: string[]): { cmd: string; args: string[] } {
+  return {
+    cmd: 'java',
+    args: [
+      `-Xmx${heapMb}m`,
+      `-Xms${Math.min(heapMb, 64)}m`,
+      // Serial GC: one GC thread instead of one per core on a two-core machine; the heap is small anyway.
+      '-XX:+UseSerialGC',
+      '-Djava.awt.headless=true',
+      `-Dlog4j.configuration=file:${path.join(dir, 'log4j.properties')}`,
+      '-cp',
+      classpath(jars),
+      mainClass,
+      ...args,
+    ],
+  };
 }
 
 class Broker implements LocalBroker {
@@ -175,28 +211,14 @@ class Broker implements LocalBroker {
   }
 
   private java(mainClass: string, args: string[]): { cmd: string; args: string[] } {
-    const heap = this.opts.heapMb;
-    return {
-      cmd: 'java',
-      args: [
-        `-Xmx${heap}m`,
-        `-Xms${Math.min(heap, 64)}m`,
-        // Serial GC: one GC thread instead of one per core on a two-core machine; the heap is small anyway.
-        '-XX:+UseSerialGC',
-        '-Djava.awt.headless=true',
-        `-Dlog4j.configuration=file:${path.join(this.dir, 'log4j.properties')}`,
-        '-cp',
-        classpath(this.jars),
-        mainClass,
-        ...args,
-      ],
-    };
+    return javaCommand(this.jars, this.opts.heapMb, this.dir, mainClass, args);
   }
 
   private writeConfig(): string {
     fs.mkdirSync(this.dataDir, { recursive: true });
     const props = path.join(this.dir, 'server.properties');
-    fs.writeFileSync(props, serverProperties(this.port, this.controllerPort, this.dataDir));
+    const host = '127.0.0.1';
+    fs.writeFileSync(props, serverProperties({ nodeId: 1, host, port: this.port, controllerPort: this.controllerPort, voters: `1@${host}:${this.controllerPort}`, dataDir: this.dataDir, replication: 1, minInsync: 1 }));
     fs.writeFileSync(path.join(this.dir, 'log4j.properties'), LOG4J);
     return props;
   }
