@@ -45,8 +45,8 @@ export const EMBEDDED_LIMITS_DEFAULTS: { maxMessagesPerPartition: number; maxByt
   maxMessagesPerPartition: 200_000,
   maxBytesPerPartition: 256 * MIB,
   topics: {
-    // ~17 min of the demo's 20 tx/s (~0.5 KiB a record): a subscriber reconnecting or replaying minutes back finds them.
-    streamTransactions: { maxMessagesPerPartition: 20_000, maxBytesPerPartition: 32 * MIB },
+    // ~42 min of the demo's 20 tx/s (~0.5 KiB a record): how far back a v2 cursor on transactions resumes (README).
+    streamTransactions: { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 64 * MIB },
     streamSlots: { maxMessagesPerPartition: 10_000, maxBytesPerPartition: 4 * MIB },
     // Up to ~7 statuses per slot: the same window of slots as stream.slots.
     streamSlotStatus: { maxMessagesPerPartition: 70_000, maxBytesPerPartition: 8 * MIB },
