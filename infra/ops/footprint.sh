@@ -24,7 +24,10 @@ OUT=${OUT:-.meridian/footprint}
 mkdir -p "$OUT"
 ENDPOINTS="$OUT/endpoints.json"
 
-node dist/infra/cli.js start --endpoints "$ENDPOINTS" "$@" >"$OUT/service.log" 2>&1 &
+# The billing job's ledger goes under OUT: two runs sharing one outDir (this one and a test's, say) each take the
+# other's ledger for a stale one and archive it, over and over.
+MERIDIAN__BILLING__OUT_DIR=${MERIDIAN__BILLING__OUT_DIR:-$OUT/billing} \
+  node dist/infra/cli.js start --endpoints "$ENDPOINTS" "$@" >"$OUT/service.log" 2>&1 &
 ROOT=$!
 trap 'kill -INT $ROOT 2>/dev/null || true; [ -n "$READER_PID" ] && kill $READER_PID 2>/dev/null || true' EXIT
 
