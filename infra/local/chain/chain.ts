@@ -195,6 +195,8 @@ export class Chain extends EventEmitter<ChainEvents> {
       return i < nStatic - tx.numReadonlyUnsignedAccounts;
     });
     const own = ownedWire(raw, tx);
+    // Addresses loaded through lookup tables are views of the table account's data as litesvm returned it.
+    meta.loaded = { writable: ownedKeys(meta.loaded.writable), readonly: ownedKeys(meta.loaded.readonly) };
     const record: TxRecord = { signature, raw: own.raw, tx: own.tx, slot: this.slot, meta, frozen: false, keys: keys.map(b58), writable };
     this.ledger.addProcessed(record);
     this.working.push(record);
@@ -320,4 +322,16 @@ function ownedWire(raw: Buffer, tx: TxFields): { raw: Buffer; tx: TxFields } {
   raw.copy(copy);
   const d = decodeTransaction(copy, tx.slot);
   return d.ok ? { raw: copy, tx: d.tx } : { raw, tx };
+}
+
+/** Keys copied into one allocation of their own (see ownedWire). */
+function ownedKeys(keys: Buffer[]): Buffer[] {
+  if (keys.length === 0) return keys;
+  const all = Buffer.allocUnsafeSlow(keys.reduce((n, k) => n + k.length, 0));
+  let at = 0;
+  return keys.map((k) => {
+    const start = at;
+    at += k.copy(all, start);
+    return all.subarray(start, at);
+  });
 }
