@@ -69,6 +69,11 @@ export class PartitionLog {
     return this.bytes;
   }
 
+  /** The byte bound (maxBytes); 0 for a compacted log, which size bounds do not apply to. */
+  get limitBytes(): number {
+    return this.limits.compacted ? 0 : this.limits.maxBytes;
+  }
+
   append(key: Buffer | null, value: Buffer | null, headers: Record<string, Buffer>, timestamp: number): void {
     const n = this.end++;
     let bytes = (key?.length ?? 0) + (value?.length ?? 0);

@@ -51,6 +51,26 @@ export interface EmbeddedBusOptions {
 const DAY_MS = 86_400_000;
 const SKIP_WARN_INTERVAL_MS = 10_000;
 
+/**
+ * What the open embedded buses of this process retain, per topic, read at scrape time: the memory the per-topic
+ * bounds cap, made visible (a one-machine run's largest part outside the V8 heap). One series per topic for the
+ * process however many buses are open (tests open several), so a scrape never carries duplicate series.
+ */
+const openBuses = new Set<EmbeddedBus>();
+const retainedGauges = new Set<string>();
+function watchRetained(topic: string): void {
+  if (retainedGauges.has(topic)) return;
+  retainedGauges.add(topic);
+  const sum = (pick: (r: { messages: number; bytes: number; limitBytes: number }) => number): number => {
+    let n = 0;
+    for (const bus of openBuses) for (const r of bus.retainedIfAny(topic)) n += pick(r);
+    return n;
+  };
+  metrics.gauge('meridian_bus_embedded_retained_bytes', 'Key, value and header bytes the embedded bus retains, all partitions of the topic (bounded by its maxBytesPerPartition)', { topic }, () => sum((r) => r.bytes));
+  metrics.gauge('meridian_bus_embedded_retained_records', 'Records the embedded bus retains, all partitions of the topic (bounded by its maxMessagesPerPartition)', { topic }, () => sum((r) => r.messages));
+  metrics.gauge('meridian_bus_embedded_limit_bytes', 'The byte bound of the topic in the embedded bus: maxBytesPerPartition times partitions (compacted topics: none, 0)', { topic }, () => sum((r) => r.limitBytes));
+}
+
 /** Counters of one bus instance (the process-wide metrics registry holds the same, summed over instances). */
 export interface EmbeddedBusStats {
   /** Messages readers did not get because retention dropped them first (a reader fell too far behind). */
@@ -143,6 +163,8 @@ export class EmbeddedBus implements Bus {
       };
       const logs = Array.from({ length: spec.partitions }, (_, p) => new PartitionLog(spec.name, p, limits));
       this.topics.set(spec.name, { spec: { ...spec }, logs, roundRobin: 0, logId: `embedded:${randomBytes(12).toString('hex')}` });
+      openBuses.add(this);
+      watchRetained(spec.name);
     }
   }
 
@@ -200,6 +222,7 @@ export class EmbeddedBus implements Bus {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    openBuses.delete(this);
     clearInterval(this.sweeper);
     await Promise.all([...this.consumers].map((c) => c.close()));
     await Promise.all([...this.groups.values()].map((g) => g.stop()));
@@ -210,6 +233,13 @@ export class EmbeddedBus implements Bus {
   /** Messages and bytes held per partition (the memory bound, observable). */
   retained(topic: string): Array<{ partition: number; start: string; end: string; messages: number; bytes: number }> {
     return this.topic(topic).logs.map((l) => ({ partition: l.partition, start: String(l.start), end: String(l.end), messages: l.retained, bytes: l.retainedBytes }));
+  }
+
+  /** What each partition of the topic retains, and its byte bound (compacted: 0); nothing for a topic this bus lacks. */
+  retainedIfAny(topic: string): Array<{ messages: number; bytes: number; limitBytes: number }> {
+    const t = this.topics.get(topic);
+    if (t === undefined) return [];
+    return t.logs.map((l) => ({ messages: l.retained, bytes: l.retainedBytes, limitBytes: l.limitBytes }));
   }
 
   /** A group's committed offsets ("topic/partition" → next offset), or an empty map for an unknown group. */

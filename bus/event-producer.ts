@@ -139,6 +139,9 @@ export class EventProducer<T> {
         }
         const n = Math.min(this.waiting, this.maxBatch);
         this.inflight = this.ring.slice(this.head, this.head + n);
+        // Let go of what is now in flight: a consumed slot kept its record (and whatever pool slab its buffers
+        // are views of) until the next compaction, up to 4,096 records per producer.
+        this.ring.fill(undefined as unknown as ProduceRecord, this.head, this.head + n);
         this.head += n;
         if (this.head >= 4096 && this.head * 2 >= this.ring.length) {
           this.ring = this.ring.slice(this.head);

@@ -286,10 +286,10 @@ async function startEvmComponent(cfg: EvmGatewayConfig, f: Floor, usage: () => U
   try {
     const local = new Map<number, UpstreamEndpoint[]>();
     for (const c of cfg.chains.filter((x) => x.anvil)) {
-      const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}) });
+      const node = await startAnvil({ chainId: c.chainId, ...(c.anvilBlockTime > 0 ? { blockTime: c.anvilBlockTime } : {}), ...(c.anvilPruneHistory ? { args: ['--prune-history'] } : {}) });
       stops.add(() => node.stop());
       local.set(c.chainId, [{ http: node.httpUrl, ws: node.wsUrl }]);
-      f.log.info({ chain: c.chainId, blockTime: c.anvilBlockTime }, 'local anvil started');
+      f.log.info({ chain: c.chainId, blockTime: c.anvilBlockTime, pruneHistory: c.anvilPruneHistory }, 'local anvil started');
     }
     const gw = await startEvmGateway(cfg, { rentals: f.rentals, usage: usage(), log: f.log.child({ component: 'evm' }) }, local);
     stops.add(() => gw.close());

@@ -31,6 +31,11 @@ export interface EvmChainConfig {
   /** anvil --block-time in seconds; 0 = a block per transaction (and on evm_mine). */
   anvilBlockTime: number;
   /**
+   * anvil --prune-history: keep no historical states (calls at past blocks fail). Without it anvil keeps every
+   * block's state in memory, ~1.7 MiB a minute at 2 s blocks, with no bound; the local config sets it.
+   */
+  anvilPruneHistory: boolean;
+  /**
    * This chain's stall limit (health.maxStallMs unless the chain sets its own). A local anvil without a block
    * time mines only on demand, so for it the default is 0 (off).
    */
@@ -100,6 +105,7 @@ function parseChain(raw: unknown, chainId: number, p: string, defaultStallMs: nu
     upstreams: upstreamList(o, p),
     anvil: bool(o, 'anvil', p, false),
     anvilBlockTime: int(o, 'anvilBlockTime', p, 0, 0, 3600),
+    anvilPruneHistory: bool(o, 'anvilPruneHistory', p, false),
     maxStallMs: 0,
   };
   cfg.maxStallMs = int(o, 'maxStallMs', p, cfg.anvil && cfg.anvilBlockTime === 0 ? 0 : defaultStallMs, 0);

@@ -1,5 +1,5 @@
 // How long a v2 cursor lives on the one-machine service's embedded bus: the demo's record rate on each stream topic,
-// measured from outside (two heartbeat cursors of a v2 stream, their offsets subtracted), against what bus/open.ts
+// measured from outside (two heartbeat cursors of a v2 stream, their offsets subtracted), against what bus/config.ts
 // and bus/topics.ts retain. Not part of `npm run bench` (a rate, not a speed): run it on its own,
 //   npx ts-node --transpile-only test/bench/cursor-lifetime.ts [seconds, default 60]
 // The README's "How long a cursor lives" table and test/bench/RUNS.md quote it.
@@ -12,7 +12,7 @@ import { V2Client } from '../fanout/v2/client';
 import { waitFor } from '../support/wait';
 
 const NAMES: Record<TopicTag, string> = { [TopicTag.transactions]: 'stream.transactions', [TopicTag.slots]: 'stream.slots', [TopicTag.slotStatus]: 'stream.slot-status', [TopicTag.entries]: 'stream.entries' };
-/** bus/open.ts EMBEDDED_STREAM_LIMITS (messages per partition) and bus/topics.ts (1 h on each stream topic). */
+/** bus/config.ts EMBEDDED_LIMITS_DEFAULTS (messages per partition) and bus/topics.ts (1 h on each stream topic). */
 const KEPT: Record<TopicTag, number> = { [TopicTag.transactions]: 50_000, [TopicTag.slots]: 10_000, [TopicTag.slotStatus]: 70_000, [TopicTag.entries]: 50_000 };
 const RETENTION_MS = 3_600_000;
 

@@ -5,6 +5,7 @@ import { EmbeddedBus, type EmbeddedBusOptions } from '../../bus/embedded';
 import { murmur2, partitionForKey } from '../../bus/murmur2';
 import { Collector, runBusContract, uniqueName, waitFor } from './contract';
 import { quietLog } from '../support/log-capture';
+import { metrics } from '../../infra/base/metrics';
 
 
 function bus(opts: EmbeddedBusOptions = {}): EmbeddedBus {
@@ -85,6 +86,38 @@ describe('EmbeddedBus', () => {
     await b.produce('big', values(100));
     await b.produce('small', values(100));
     assert.deepEqual([b.retained('big')[0]!.messages, b.retained('small')[0]!.messages], [50, 10]);
+  });
+
+  it('shows what each topic retains on /metrics (all partitions, every open bus), and forgets a closed bus', async () => {
+    const topic = uniqueName('gauged');
+    const series = (): Map<string, number> => {
+      const m = new Map<string, number>();
+      for (const line of metrics.render().split('\n')) {
+        const hit = /^(meridian_bus_embedded_(?:retained_bytes|retained_records|limit_bytes))\{topic="([^"]+)"\} (\d+)$/.exec(line);
+        if (hit !== null && hit[2] === topic) m.set(hit[1]!, (m.get(hit[1]!) ?? 0) + Number(hit[3]));
+      }
+      return m;
+    };
+    const a = make({ maxBytesPerPartition: 4096 });
+    const b = make({ maxBytesPerPartition: 4096 });
+    await a.createTopics([{ name: topic, partitions: 2, compacted: false }]);
+    await b.createTopics([{ name: topic, partitions: 1, compacted: false }]);
+    await a.produce(topic, values(10, 'v', 100));
+    await b.produce(topic, values(3, 'w', 100));
+    const held = (x: EmbeddedBus): { bytes: number; messages: number } => x.retained(topic).reduce((s, p) => ({ bytes: s.bytes + p.bytes, messages: s.messages + p.messages }), { bytes: 0, messages: 0 });
+    const [ha, hb] = [held(a), held(b)];
+    assert.ok(ha.bytes > 1000 && hb.bytes > 300, JSON.stringify({ ha, hb }));
+    assert.deepEqual(series(), new Map([
+      ['meridian_bus_embedded_retained_bytes', ha.bytes + hb.bytes],
+      ['meridian_bus_embedded_retained_records', 13],
+      ['meridian_bus_embedded_limit_bytes', 3 * 4096],
+    ]), 'one series per topic for the process, not one per bus');
+    await a.close();
+    assert.deepEqual(series(), new Map([
+      ['meridian_bus_embedded_retained_bytes', hb.bytes],
+      ['meridian_bus_embedded_retained_records', 3],
+      ['meridian_bus_embedded_limit_bytes', 4096],
+    ]));
   });
 
   it('bounds a partition by bytes and by age', async () => {

@@ -43,6 +43,18 @@ describe('config', () => {
     assert.deepEqual(c.bus.brokers, ['a:9092', 'b:9092']);
   });
 
+  it("bus.embedded: each topic's bounds by its TOPIC key, from the file or the environment, and one line for a key it does not know", () => {
+    const d = parseConfig({}).bus.embedded!;
+    assert.deepEqual(d.topics['stream.transactions'], { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 64 * 1024 * 1024 });
+    assert.deepEqual(d.topics['submit.traces'], { maxMessagesPerPartition: 20_000, maxBytesPerPartition: 16 * 1024 * 1024 });
+    const f = tmpFile(JSON.stringify({ bus: { embedded: { streamEntries: { maxMessagesPerPartition: 1000 } } } }));
+    const c = loadConfig(f, { MERIDIAN__BUS__EMBEDDED__STREAM_TRANSACTIONS__MAX_BYTES_PER_PARTITION: '8388608' }).bus.embedded!;
+    assert.deepEqual(c.topics['stream.entries'], { maxMessagesPerPartition: 1000, maxBytesPerPartition: d.topics['stream.entries']!.maxBytesPerPartition });
+    assert.deepEqual(c.topics['stream.transactions'], { maxMessagesPerPartition: 50_000, maxBytesPerPartition: 8 * 1024 * 1024 });
+    assert.throws(() => parseConfig({ bus: { embedded: { 'stream.transactions': { maxMessagesPerPartition: 5 } } } }), (e: unknown) => e instanceof ConfigError && /bus\.embedded\.stream\.transactions: not a setting .*streamTransactions/.test(e.message));
+    assert.throws(() => parseConfig({ bus: { embedded: { usageEvents: { maxBytesPerPartition: 10 } } } }), /bus\.embedded\.usageEvents\.maxBytesPerPartition: expected an integer in 1024\.\./);
+  });
+
   it('SOLANA_RPC_URL switches the leader source to rpc', () => {
     const c = parseConfig(applyEnv({}, { SOLANA_RPC_URL: 'http://127.0.0.1:8899' }));
     assert.equal(c.ingest.leader.mode, 'rpc');

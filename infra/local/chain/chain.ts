@@ -231,7 +231,10 @@ export class Chain extends EventEmitter<ChainEvents> {
       if (i < tx.numRequiredSignatures) return i < tx.numRequiredSignatures - tx.numReadonlySignedAccounts;
       return i < nStatic - tx.numReadonlyUnsignedAccounts;
     });
-    const record: TxRecord = { signature, raw, tx, slot: this.slot, meta, frozen: false, keys: keys.map(b58), writable };
+    const own = ownedWire(raw, tx);
+    // Addresses loaded through lookup tables are views of the table account's data as litesvm returned it.
+    meta.loaded = { writable: ownedKeys(meta.loaded.writable), readonly: ownedKeys(meta.loaded.readonly) };
+    const record: TxRecord = { signature, raw: own.raw, tx: own.tx, slot: this.slot, meta, frozen: false, keys: keys.map(b58), writable };
     this.ledger.addProcessed(record);
     this.working.push(record);
     this.transactionsTotal++;
@@ -390,4 +393,30 @@ export class Chain extends EventEmitter<ChainEvents> {
     this.bank.setClock(this.slot, this.p.slotsPerEpoch, Math.floor(this.slotStartMs / 1000), Math.floor(epochStart / 1000));
     this.emit('slot', this.slot, this.parent, this.root());
   }
+}
+
+/**
+ * The transaction's bytes in an allocation of their own, and its fields decoded from that copy, for the ledger to
+ * keep. What arrives is a view: of a pool slab shared with other short-lived buffers (Buffer.from(base64) below
+ * 4 KiB, 8 KiB slabs on Node 20, 64 KiB on Node 24) or of a whole datagram; every decoded field is a view of the
+ * same memory. A kept view pins all of it for as long as the ledger keeps the transaction (ledgerTransactions).
+ */
+function ownedWire(raw: Buffer, tx: TxFields): { raw: Buffer; tx: TxFields } {
+  if (raw.byteOffset === 0 && raw.buffer.byteLength === raw.length) return { raw, tx };
+  const copy = Buffer.allocUnsafeSlow(raw.length);
+  raw.copy(copy);
+  const d = decodeTransaction(copy, tx.slot);
+  return d.ok ? { raw: copy, tx: d.tx } : { raw, tx };
+}
+
+/** Keys copied into one allocation of their own (see ownedWire). */
+function ownedKeys(keys: Buffer[]): Buffer[] {
+  if (keys.length === 0) return keys;
+  const all = Buffer.allocUnsafeSlow(keys.reduce((n, k) => n + k.length, 0));
+  let at = 0;
+  return keys.map((k) => {
+    const start = at;
+    at += k.copy(all, start);
+    return all.subarray(start, at);
+  });
 }

@@ -3,6 +3,7 @@ import { parseConfig } from '../../../infra/config';
 import { launch } from '../../../infra/launcher';
 import { quietLog } from '../../support/log-capture';
 import { rawRequest, rpcBody, WsRpc } from './support';
+import { waitFor } from '../../support/wait';
 
 // `npm start`'s EVM part: the launcher starts a local anvil per chain that asks for one, the gateway in front,
 // and reports the URLs under evm.<chain id>; stop() ends the anvil nodes too.
@@ -49,6 +50,45 @@ describe('launcher: EVM endpoints with local anvil nodes', () => {
       await assert.rejects(rawRequest(http137, { body: rpcBody('eth_chainId') }));
     } finally {
       if (!stopped) await running.stop();
+    }
+  });
+
+  it('anvilPruneHistory: that chain\'s anvil keeps no past state (what made it grow), the other answers at a past block', async () => {
+    const { log } = quietLog();
+    const cfg = parseConfig({
+      localchain: { enabled: false },
+      ingest: { enabled: false },
+      fanout: { enabled: false },
+      metrics: { enabled: false },
+      demo: { enabled: false },
+      gateways: {
+        evm: {
+          enabled: true,
+          serve: [56, 137],
+          auth: { mode: 'none' },
+          chains: {
+            56: { http: '127.0.0.1:0', ws: '127.0.0.1:0', anvil: true, anvilBlockTime: 1, anvilPruneHistory: true },
+            137: { http: '127.0.0.1:0', ws: '127.0.0.1:0', anvil: true, anvilBlockTime: 1 },
+          },
+        },
+      },
+    });
+    const running = await launch(cfg, log);
+    try {
+      const evm = running.endpoints.evm!;
+      const call = async (id: string, method: string, params: unknown[]): Promise<{ result?: string; error?: { message: string } }> =>
+        (await rawRequest(evm[id]!.http, { body: rpcBody(method, params) })).json() as { result?: string; error?: { message: string } };
+      // anvil's first dev account, funded at genesis on both.
+      const dev = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+      for (const id of ['56', '137']) await waitFor(async () => Number((await call(id, 'eth_blockNumber', [])).result) >= 3, 30_000, `chain ${id} at block 3`, 200);
+      const pruned = await call('56', 'eth_getBalance', [dev, '0x1']);
+      assert.match(pruned.error?.message ?? '', /out ?of ?range|BlockOutOfRange/i, JSON.stringify(pruned));
+      const kept = await call('137', 'eth_getBalance', [dev, '0x1']);
+      assert.ok(kept.result !== undefined && BigInt(kept.result) > 0n, JSON.stringify(kept));
+      // The latest state answers on both.
+      assert.ok((await call('56', 'eth_getBalance', [dev, 'latest'])).result !== undefined);
+    } finally {
+      await running.stop();
     }
   });
 });
