@@ -233,9 +233,11 @@ export class KafkaBus implements Bus {
     const planned = missing.map((s) => ({ s, r: replicationFor(s, brokers) }));
     // kafkajs's own waitForLeaders asks the controller's metadata once per 100 ms and gives up on the first
     // UNKNOWN_TOPIC_OR_PARTITION, which a cluster of several brokers answers while the new topic's metadata is
-    // still spreading (seen on a 3-broker KRaft cluster): the wait below retries that too.
+    // still spreading (seen on a 3-broker KRaft cluster): the wait below retries that too. On one broker there is
+    // nowhere for the metadata to spread to, and kafkajs's wait is what single-broker deployments always had.
+    const several = brokers > 1;
     await this.kafkaCall(() => admin.createTopics({
-      waitForLeaders: false,
+      waitForLeaders: !several,
       topics: planned.map(({ s, r }) => ({
         topic: s.name,
         numPartitions: s.partitions,
@@ -249,7 +251,7 @@ export class KafkaBus implements Bus {
         ],
       })),
     }));
-    await this.kafkaCall(() => waitForLeaders(admin, planned.map(({ s }) => s.name), TOPIC_LEADERS_WAIT_MS));
+    if (several) await this.kafkaCall(() => waitForLeaders(admin, planned.map(({ s }) => s.name), TOPIC_LEADERS_WAIT_MS));
   }
 
   async produce(topic: string, records: ProduceRecord[]): Promise<void> {
