@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import { KafkaBus } from '../../bus/kafka';
 import { defaultTopicSpecs } from '../../bus/topics';
 import { startLocalCluster, type LocalCluster } from '../../infra/local/kafka/cluster';
+import { assertTopicsAsSpecified } from '../support/cluster-topics';
 import { quietLog } from '../support/log-capture';
 import { waitFor } from '../support/wait';
 
@@ -44,22 +45,6 @@ describe('bus: topics on a 3-broker KRaft cluster, as the README states', functi
     await second.createTopics(specs);
     await second.close();
     assert.deepEqual(lines.filter((l) => /"level":(40|50)|creation error|already exists/i.test(l)), [], 'the second creation logs no warning or error');
-    const admin = new Kafka({ brokers: cluster.brokers, clientId: 'topics-describe', logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    try {
-      const meta = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });
-      const described = await admin.describeConfigs({ includeSynonyms: false, resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.name })) });
-      for (const s of specs) {
-        const t = meta.topics.find((x) => x.name === s.name)!;
-        assert.equal(t.partitions.length, s.partitions, `${s.name} partitions`);
-        for (const p of t.partitions) assert.equal(p.replicas.length, 3, `${s.name} replicas`);
-        const entries = new Map(described.resources.find((r) => r.resourceName === s.name)!.configEntries.map((e) => [e.configName, e.configValue]));
-        assert.equal(entries.get('min.insync.replicas'), String(s.minInsync ?? 2), `${s.name} min.insync.replicas`);
-        assert.equal(entries.get('cleanup.policy'), s.compacted ? 'compact' : 'delete', `${s.name} cleanup.policy`);
-        if (!s.compacted && s.retentionMs !== undefined) assert.equal(entries.get('retention.ms'), String(s.retentionMs), `${s.name} retention.ms`);
-      }
-    } finally {
-      await admin.disconnect();
-    }
+    await assertTopicsAsSpecified(cluster.brokers, specs);
   });
 });

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import bs58 from 'bs58';
-import { Kafka, logLevel, ConfigResourceTypes } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import { KafkaBus } from '../../bus/kafka';
 import { putRental } from '../../bus/rental-store';
 import { TOPIC, defaultTopicSpecs } from '../../bus/topics';
@@ -21,6 +21,7 @@ import { startBillingChild, totalsIn, type BillingChild } from '../infra/ops/bil
 import { makeTx, txRecord } from '../fanout/support';
 import { seqsContiguous, V2Client } from '../fanout/v2/client';
 import { onRunEnd } from '../support/global-fixtures';
+import { assertTopicsAsSpecified } from '../support/cluster-topics';
 import { quietLog } from '../support/log-capture';
 import { StreamClient } from '../support/stream-client';
 import { waitFor } from '../support/wait';
@@ -254,25 +255,7 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     process.stderr.write(`      [mh] cluster and ${components.length} components up in ${startedMs} ms\n`);
 
     // --- the topics, as the project's own creation made them.
-    const kafka = new Kafka({ brokers, clientId: 'mh-describe', logLevel: logLevel.NOTHING });
-    const kadmin = kafka.admin();
-    await kadmin.connect();
-    try {
-      const specs = defaultTopicSpecs();
-      const meta = await kadmin.fetchTopicMetadata({ topics: specs.map((s) => s.name) });
-      const described = await kadmin.describeConfigs({ includeSynonyms: false, resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.name })) });
-      for (const s of specs) {
-        const t = meta.topics.find((x) => x.name === s.name)!;
-        assert.equal(t.partitions.length, s.partitions, `${s.name} partitions`);
-        for (const p of t.partitions) assert.equal(p.replicas.length, 3, `${s.name} replicas`);
-        const entries = new Map(described.resources.find((r) => r.resourceName === s.name)!.configEntries.map((e) => [e.configName, e.configValue]));
-        assert.equal(entries.get('min.insync.replicas'), String(s.minInsync ?? 2), `${s.name} min.insync.replicas`);
-        assert.equal(entries.get('cleanup.policy'), s.compacted ? 'compact' : 'delete', `${s.name} cleanup.policy`);
-        if (!s.compacted && s.retentionMs !== undefined) assert.equal(entries.get('retention.ms'), String(s.retentionMs), `${s.name} retention.ms`);
-      }
-    } finally {
-      await kadmin.disconnect();
-    }
+    await assertTopicsAsSpecified(brokers, defaultTopicSpecs());
 
     // --- subscribers, before any traffic: both v2 streams start live at the same (empty) point.
     const v2Victim = new V2Client(fanouts[0]!.endpoints.stream!);
