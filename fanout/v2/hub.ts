@@ -168,6 +168,7 @@ export class V2Hub {
       newest: () => this.newest,
       cursorOf: (p, marks) => this.cursorOf(p, marks),
       now: this.now,
+      onOutOfRange: () => void this.counts.outOfRange++,
     });
     this.ctx = {
       index: this.index,
@@ -282,10 +283,7 @@ export class V2Hub {
 
   /** Where a start begins and whether the bus still holds it (starts.ts). */
   resolveStart(...args: Parameters<StartResolver['resolveStart']>): ReturnType<StartResolver['resolveStart']> {
-    return this.startResolver.resolveStart(...args).then((r) => {
-      this.counts.outOfRange = this.startResolver.outOfRangeCount;
-      return r;
-    });
+    return this.startResolver.resolveStart(...args);
   }
 
   open(port: V2Port, rental: Rental | undefined, origin: StreamOrigin | undefined, encoding: MessageEncoding = 'identity'): V2Session | StreamError {

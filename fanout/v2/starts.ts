@@ -32,6 +32,8 @@ export interface StartView {
   /** A cursor of `p` on the hub's logs, with the markers `marks` (default: from the hub's position). */
   cursorOf(p: Position, marks?: Marks): Buffer;
   now(): number;
+  /** A start was refused OUT_OF_RANGE (the hub counts them). */
+  onOutOfRange(): void;
 }
 
 /**
@@ -44,9 +46,6 @@ const SLOT_START_MARGIN_MS = 2000;
 const STARTS_MAX_AGE_MS = 10_000;
 
 export class StartResolver {
-  /** Starts refused OUT_OF_RANGE. */
-  outOfRangeCount = 0;
-
   constructor(private readonly h: StartView) {}
 
   private async fetchOffsets(which: 'start' | 'end'): Promise<Position> {
@@ -117,7 +116,7 @@ export class StartResolver {
   }
 
   private async outOfRange(what: string, starts: Position, reads: StreamReads, base: Position | null = null): Promise<StreamError> {
-    this.outOfRangeCount++;
+    this.h.onOutOfRange();
     return streamError('outOfRange', { what, oldest: await this.oldest(starts, reads, base) });
   }
 
