@@ -224,20 +224,22 @@ export class KafkaBus implements Bus {
     // A broker still registering (a cluster just started) is missing from one answer: a topic made then would keep
     // fewer copies for good, so a short count is asked again a few times (at most ~3 s) before it is believed.
     const wanted = Math.max(...missing.map((s) => s.replicas ?? DEFAULT_REPLICAS));
+    // One broker answering is believed at once only when one was configured (a single-node cluster: every test's
+    // broker). With several bootstrap addresses, a broker whose metadata has not yet caught up with the others'
+    // registration answers with itself alone (seen in CI on a 3-broker KRaft cluster just started).
+    const configured = new Set(this.opts.brokers).size;
     let brokers = 0;
-    // One broker answering is believed at once (a single-node cluster: every test's broker).
-    for (let attempt = 0; attempt < 4 && brokers < wanted && (attempt === 0 || brokers > 1); attempt++) {
+    for (let attempt = 0; attempt < 4 && brokers < wanted && (attempt === 0 || brokers > 1 || configured > 1); attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, 1000));
       brokers = Math.max(brokers, (await this.kafkaCall(() => admin.describeCluster())).brokers.length);
     }
     const planned = missing.map((s) => ({ s, r: replicationFor(s, brokers) }));
     // kafkajs's own waitForLeaders asks the controller's metadata once per 100 ms and gives up on the first
     // UNKNOWN_TOPIC_OR_PARTITION, which a cluster of several brokers answers while the new topic's metadata is
-    // still spreading (seen on a 3-broker KRaft cluster): the wait below retries that too. On one broker there is
-    // nowhere for the metadata to spread to, and kafkajs's wait is what single-broker deployments always had.
-    const several = brokers > 1;
+    // still spreading (seen on a 3-broker KRaft cluster): the wait below retries that too, and is used on any
+    // cluster, since how many brokers there are is only what one of them said.
     await this.kafkaCall(() => admin.createTopics({
-      waitForLeaders: !several,
+      waitForLeaders: false,
       topics: planned.map(({ s, r }) => ({
         topic: s.name,
         numPartitions: s.partitions,
@@ -251,7 +253,7 @@ export class KafkaBus implements Bus {
         ],
       })),
     }));
-    if (several) await this.kafkaCall(() => waitForLeaders(admin, planned.map(({ s }) => s.name), TOPIC_LEADERS_WAIT_MS));
+    await this.kafkaCall(() => waitForLeaders(admin, planned.map(({ s }) => s.name), TOPIC_LEADERS_WAIT_MS));
   }
 
   async produce(topic: string, records: ProduceRecord[]): Promise<void> {

@@ -167,11 +167,15 @@ class Cluster implements LocalCluster {
     return this.nodes.map((n) => n.address);
   }
 
-  private client(): Kafka {
-    return new Kafka({ brokers: this.brokers, clientId: 'meridian-cluster-probe', logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 0 } });
+  private client(brokers: string[] = this.brokers): Kafka {
+    return new Kafka({ brokers, clientId: 'meridian-cluster-probe', logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 0 } });
   }
 
-  /** Resolves once describeCluster (from any node) lists every id of `ids`. */
+  /**
+   * Resolves once describeCluster, asked of each running node alone, lists every id of `ids` there: a node's
+   * metadata catches up with the others' registration in its own time, and a client that bootstraps from one that
+   * has not would count fewer brokers (and create topics with fewer replicas).
+   */
   async waitRegistered(ids: number[], timeoutMs: number, abort?: Promise<Error>): Promise<void> {
     const running = this.nodes.filter((n) => n.running()).map((n) => n.address);
     await waitForKafka(running, timeoutMs, abort);
@@ -179,21 +183,25 @@ class Cluster implements LocalCluster {
     let aborted: Error | null = null;
     void abort?.then((e) => (aborted = e));
     let seen: number[] = [];
+    const pending = new Set(running);
     while (Date.now() < deadline) {
       if (aborted !== null) throw aborted;
-      const admin = this.client().admin();
-      try {
-        await admin.connect();
-        seen = (await admin.describeCluster()).brokers.map((b) => b.nodeId);
-        if (ids.every((id) => seen.includes(id))) return;
-      } catch {
-        // a node that is not up yet; try the next round
-      } finally {
-        await admin.disconnect().catch(() => undefined);
+      for (const address of [...pending]) {
+        const admin = this.client([address]).admin();
+        try {
+          await admin.connect();
+          seen = (await admin.describeCluster()).brokers.map((b) => b.nodeId);
+          if (ids.every((id) => seen.includes(id))) pending.delete(address);
+        } catch {
+          // a node that is not up yet; try the next round
+        } finally {
+          await admin.disconnect().catch(() => undefined);
+        }
       }
+      if (pending.size === 0) return;
       await new Promise((r) => setTimeout(r, 250));
     }
-    throw new Error(`Kafka cluster did not list nodes ${ids.join(', ')} within ${timeoutMs} ms (listed: ${seen.join(', ') || 'none'})`);
+    throw new Error(`Kafka cluster did not list nodes ${ids.join(', ')} within ${timeoutMs} ms on ${pending.size} node(s) (last listed: ${seen.join(', ') || 'none'})`);
   }
 
   async leaderOf(topic: string, partition = 0): Promise<number> {
