@@ -98,7 +98,8 @@ interface Valid {
   blockhash: Uint8Array;
 }
 
-type Validated = Valid | (Rejected & { rental: Rental | undefined });
+/** `free`: refused without taking a TPS token (the limit itself, or a repeat of rejected bytes): billed 0 units. */
+type Validated = Valid | (Rejected & { rental: Rental | undefined; free?: true });
 
 export class SubmitPipeline {
   readonly cache: SignatureCache;
@@ -130,7 +131,7 @@ export class SubmitPipeline {
   async submit(s: Submission): Promise<Outcome> {
     if (s.preflight === undefined) return this.submitNow(s);
     const v = this.validate(s);
-    if (!v.ok) return this.finish(s.transport, v.rental, v);
+    if (!v.ok) return this.finish(s.transport, v.rental, v, v.free === true ? 0 : 1);
     const pre = await this.runPreflight(v.tx, s.preflight);
     if (pre !== null) {
       this.repeats.remember(v.rental.id, v.tx, pre.reason, pre.detail);
@@ -142,7 +143,7 @@ export class SubmitPipeline {
   /** The same pipeline without preflight, synchronously (/binary, /plaintext, UDP, QUIC). */
   submitNow(s: Submission): Outcome {
     const v = this.validate(s);
-    if (!v.ok) return this.finish(s.transport, v.rental, v);
+    if (!v.ok) return this.finish(s.transport, v.rental, v, v.free === true ? 0 : 1);
     return this.dispatch(s.transport, v);
   }
 
@@ -153,8 +154,8 @@ export class SubmitPipeline {
     const tx = Buffer.isBuffer(s.bytes) ? s.bytes : Buffer.from(s.bytes.buffer, s.bytes.byteOffset, s.bytes.length);
 
     const repeat = this.repeats.find(rental.id, tx);
-    if (repeat !== null && repeat.replay) return { ok: false, reason: repeat.reason, ...(repeat.detail === undefined ? {} : { detail: repeat.detail }), rental };
-    if (repeat === null && !this.limiter.take(rental.id, rental.tps)) return { ok: false, reason: 'rate_limited', rental };
+    if (repeat !== null && repeat.replay) return { ok: false, reason: repeat.reason, ...(repeat.detail === undefined ? {} : { detail: repeat.detail }), rental, free: true };
+    if (repeat === null && !this.limiter.take(rental.id, rental.tps)) return { ok: false, reason: 'rate_limited', rental, free: true };
 
     const r = this.check(tx, s.transport);
     if (!r.ok) {
@@ -232,17 +233,18 @@ export class SubmitPipeline {
   }
 
   /** Counts and meters a rejection; the answer carries only reason, detail and data (not the rental). */
-  private finish(transport: Transport, rental: Rental | undefined, r: Rejected): Outcome {
+  private finish(transport: Transport, rental: Rental | undefined, r: Rejected, units = 1): Outcome {
     this.metrics.count(transport, r.reason);
     const usage = rejection(r.reason).usage;
-    if (rental !== undefined && usage !== null) this.emit(transport, rental, usage);
+    if (rental !== undefined && usage !== null) this.emit(transport, rental, usage, units);
     const o: Rejected = { ok: false, reason: r.reason };
     if (r.detail !== undefined) o.detail = r.detail;
     if (r.data !== undefined) o.data = r.data;
     return o;
   }
 
-  private emit(transport: Transport, rental: Rental, outcome: UsageEvent['outcome']): void {
-    this.opts.usage?.emit(newUsageEvent({ rental: rental.id, surface: 'submit', method: transport, units: 1, outcome }));
+  /** Units as the README's usage.events table has them: 1 a submission, 0 one refused without a TPS token. */
+  private emit(transport: Transport, rental: Rental, outcome: UsageEvent['outcome'], units = 1): void {
+    this.opts.usage?.emit(newUsageEvent({ rental: rental.id, surface: 'submit', method: transport, units, outcome }));
   }
 }

@@ -95,7 +95,7 @@ async function start(name: string, brokers: string[], section: Record<string, un
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `meridian-mh-${name}-`));
   const cfg = {
     bus: { kind: 'kafka', brokers },
-    log: { format: 'json', level: 'warn' },
+    log: { format: 'json', level: process.env.MH_LOGS === undefined ? 'warn' : 'info' },
     metrics: { enabled: false },
     admin: { enabled: false },
     billing: { enabled: false },
@@ -173,6 +173,12 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     for (const s of streams) s.cancel();
     for (const b of billing) await sigkill(b.proc);
     for (const c of components) await c.proc.stop('SIGTERM');
+    // MH_LOGS=DIR keeps every host's output there, to its stop's last line, (the test's own failure message carries only the ingests' tails).
+    const keep = process.env.MH_LOGS;
+    if (keep !== undefined) {
+      fs.mkdirSync(keep, { recursive: true });
+      for (const c of components) fs.writeFileSync(path.join(keep, `${c.name}.log`), c.proc.stdout() + c.proc.stderr());
+    }
     await upstream?.stop();
     await cluster?.destroy();
     for (const d of [...dirs, ...components.map((c) => c.dir)]) fs.rmSync(d, { recursive: true, force: true });

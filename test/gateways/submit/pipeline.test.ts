@@ -80,6 +80,8 @@ describe('submit pipeline', () => {
     assert.ok(s.send(legacyTx()).ok); // token 2
     assert.equal(rejected(s.send(legacyTx())).reason, 'rate_limited');
     assert.deepEqual(s.events.map((e) => e.outcome), ['rejected', 'rejected', 'ok', 'rate_limited']);
+    // Billed as charged: the free retry and the refusal by the limit cost 0 units (README, usage.events).
+    assert.deepEqual(s.events.map((e) => e.units), [1, 0, 1, 0]);
   });
 
   it('a repeat that only shares the first signature is charged', () => {
