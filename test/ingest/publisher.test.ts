@@ -30,7 +30,7 @@ function gatedBus(calls: Produce[]): { bus: Bus; release: () => void; fail: (yes
 }
 
 describe('ingest: publisher', () => {
-  it('one produce per item, in order; a full queue drops and counts instead of blocking', async () => {
+  it('in order; what queued behind a produce goes in the next one; a full queue drops and counts instead of blocking', async () => {
     const calls: Produce[] = [];
     const g = gatedBus(calls);
     const p = new Publisher(g.bus, { maxItems: 3 });
@@ -40,8 +40,37 @@ describe('ingest: publisher', () => {
     assert.equal(p.stats().queueDrops, 1);
     g.release();
     await p.idle();
-    assert.deepEqual(calls.map((c) => c.records.length), [1, 2, 3, 4]);
+    // The first item alone, then the three that waited behind it in one produce (records in offer order).
+    assert.deepEqual(calls.map((c) => c.records.length), [1, 9]);
+    assert.deepEqual(calls[1]!.records.map((r) => r.key![0]), [0, 1, 0, 1, 2, 0, 1, 2, 3]);
     assert.deepEqual(p.stats(), { offered: 5, published: 4, records: 10, queueDrops: 1, failed: 0, queued: 0 });
+  });
+
+  it('one produce in flight per topic: a topic whose produce hangs does not hold another back', async () => {
+    const calls: Produce[] = [];
+    const bus = recordingBus(calls);
+    const record = bus.produce.bind(bus);
+    const stuck = new Promise<void>(() => undefined);
+    const p = new Publisher({ ...bus, produce: (topic, records) => (topic === 'slow' ? stuck : record(topic, records)) }, { maxItems: 10 });
+    p.offer({ topic: 'slow', records: rec(1) });
+    p.offer({ topic: 'slow', records: rec(1) });
+    let published = 0;
+    for (let i = 0; i < 3; i++) p.offer({ topic: 'fast', records: rec(1), onPublished: () => published++ });
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(published, 3);
+    assert.deepEqual(calls.map((c) => c.topic), ['fast', 'fast']);
+    assert.equal(p.stats().queued, 1, "the slow topic's second item waits behind its first");
+  });
+
+  it('without coalescing, one produce per item', async () => {
+    const calls: Produce[] = [];
+    const g = gatedBus(calls);
+    const p = new Publisher(g.bus, { maxItems: 10, coalesce: false });
+    for (const n of [1, 2, 3]) p.offer({ topic: 't', records: rec(n) });
+    g.release();
+    await p.idle();
+    assert.deepEqual(calls.map((c) => c.records.length), [1, 2, 3]);
   });
 
   it('counts failed produces and goes on', async () => {

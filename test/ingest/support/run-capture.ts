@@ -46,7 +46,9 @@ export interface CaptureRun {
 export async function runCapture(path: string, shredVersion: number, leader: string | Buffer, topics: IngestTopics = TEST_TOPICS): Promise<CaptureRun> {
   const packets = readCapture(fs.readFileSync(path)).packets;
   const produces: Produce[] = [];
-  const publisher = new Publisher(recordingBus(produces), { maxItems: 1000 });
+  // One produce per item: these tests check what each batch's produce carried (the bus answers at once, so a
+  // coalescing publisher would merge them).
+  const publisher = new Publisher(recordingBus(produces), { maxItems: 1000, coalesce: false });
   const publish = publishSink(publisher, { topics });
   const outputs: BatchOutput[] = [];
   const slots: bigint[] = [];
