@@ -4,9 +4,9 @@ import { encodeSlotStatusRecord, SlotStatusSource } from '../bus/topics/stream-s
 import { encodeEntryRecord, entryKey, type EntryTick, type EntryTx } from '../bus/topics/stream-entries';
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
 import { BLOCK_REF_HEADER } from '../bus/topics/block-ref';
-import { encodeTxRecord, PUBKEY_SZ, SIGNATURE_SZ } from '../bus/topics/stream-transactions';
+import { allocTxRecord, PUBKEY_SZ, SIGNATURE_SZ, TX_RECORD_HEADER_SZ } from '../bus/topics/stream-transactions';
 import { encodeLookupsHeader, LOOKUPS_HEADER } from '../bus/topics/stream-transactions-lookups';
-import { encodeTransaction } from '../proto/wire';
+import { encodeTransactionInto, transactionSize } from '../proto/wire';
 import { SlotEntryIndex, type Placement } from './entry/slot-entry-index';
 import type { BatchOutput, PipelineSink } from './pipeline';
 import type { Publisher } from './publisher';
@@ -54,9 +54,12 @@ export function batchRecords(out: BatchOutput): ProduceRecord[] {
   const noLookups = blockHeader === undefined ? NO_LOOKUPS : { ...blockHeader, ...NO_LOOKUPS };
   for (let i = 0; i < out.txs.length; i++) {
     const d = out.txs[i]!;
+    const size = transactionSize(d.tx);
+    const value = allocTxRecord(d.tx.slot, observedAtMs, d.staticKeys, size);
+    encodeTransactionInto(value, TX_RECORD_HEADER_SZ + d.staticKeys.length, d.tx, size);
     records[i] = {
       key: d.tx.signatures[0]!,
-      value: encodeTxRecord({ slot: d.tx.slot, observedAtMs, accountKeys: d.staticKeys, message: encodeTransaction(d.tx) }),
+      value,
       headers: d.tx.addressTableLookups.length === 0 ? noLookups : { ...blockHeader, [LOOKUPS_HEADER]: encodeLookupsHeader(d.tx.addressTableLookups) },
     };
   }

@@ -193,10 +193,20 @@ export function transactionSize(tx: TxFields): number {
  * programIdIndex are integers in [0, 2^32).
  */
 export function encodeTransaction(tx: TxFields): Buffer {
-  checkU64(tx.slot, 'slot');
   const size = transactionSize(tx);
   const buf = Buffer.allocUnsafe(size);
-  let o = 0;
+  encodeTransactionInto(buf, 0, tx, size);
+  return buf;
+}
+
+/**
+ * encodeTransaction's bytes written at `at` in `buf` (`size` = transactionSize(tx), which the caller has already
+ * made room for): ingest writes the message straight into its stream.transactions record, one allocation and no
+ * copy per transaction.
+ */
+export function encodeTransactionInto(buf: Buffer, at: number, tx: TxFields, size: number): void {
+  checkU64(tx.slot, 'slot');
+  let o = at;
   if (tx.slot !== 0n) {
     buf[o++] = TX_SLOT_TAG;
     o = writeVarint64(buf, o, tx.slot);
@@ -231,8 +241,7 @@ export function encodeTransaction(tx: TxFields): Buffer {
       buf[o++] = 0;
     }
   }
-  if (o !== size) throw new Error(`encodeTransaction: wrote ${o} bytes, sized ${size}`); // a bug, never data
-  return buf;
+  if (o !== at + size) throw new Error(`encodeTransaction: wrote ${o - at} bytes, sized ${size}`); // a bug, never data
 }
 
 // ---- SubscribeResponse framing ---------------------------------------------------------------------------

@@ -48,17 +48,26 @@ export interface TxRecord {
 export type TxRecordValue = Omit<TxRecord, 'lookups'>;
 
 export function encodeTxRecord(r: TxRecordValue): Buffer {
-  const n = r.accountKeys.length / PUBKEY_SZ;
-  if (!Number.isInteger(n)) throw new RangeError(`accountKeys length ${r.accountKeys.length} is not a multiple of 32`);
+  const out = allocTxRecord(r.slot, r.observedAtMs, r.accountKeys, r.message.length);
+  r.message.copy(out, TX_RECORD_HEADER_SZ + r.accountKeys.length);
+  return out;
+}
+
+/**
+ * A record's value with its header and keys written and `messageSize` bytes left at the end, at
+ * TX_RECORD_HEADER_SZ + accountKeys.length, for the caller to write the message into (ingest encodes it there).
+ */
+export function allocTxRecord(slot: bigint, observedAtMs: number, accountKeys: Buffer, messageSize: number): Buffer {
+  const n = accountKeys.length / PUBKEY_SZ;
+  if (!Number.isInteger(n)) throw new RangeError(`accountKeys length ${accountKeys.length} is not a multiple of 32`);
   if (n > 0xffff) throw new RangeError(`${n} account keys do not fit the u16 count`);
-  const out = Buffer.allocUnsafe(TX_RECORD_HEADER_SZ + r.accountKeys.length + r.message.length);
+  const out = Buffer.allocUnsafe(TX_RECORD_HEADER_SZ + accountKeys.length + messageSize);
   out[VERSION_OFF] = TX_RECORD_VERSION;
   out[1] = 0;
   out.writeUInt16LE(n, KEY_COUNT_OFF);
-  out.writeDoubleLE(r.observedAtMs, OBSERVED_AT_OFF);
-  out.writeBigUInt64LE(r.slot, SLOT_OFF);
-  r.accountKeys.copy(out, TX_RECORD_HEADER_SZ);
-  r.message.copy(out, TX_RECORD_HEADER_SZ + r.accountKeys.length);
+  out.writeDoubleLE(observedAtMs, OBSERVED_AT_OFF);
+  out.writeBigUInt64LE(slot, SLOT_OFF);
+  accountKeys.copy(out, TX_RECORD_HEADER_SZ);
   return out;
 }
 
