@@ -23,6 +23,9 @@ const F_RO_UNSIGNED = 4;
 const F_SIGNATURES = 6;
 const F_INSTRUCTIONS = 8;
 const F_VERSIONED = 10;
+/** Tags (field << 3 | wire type LEN) of recent_blockhash (5) and account_keys (7). */
+const TAG_BLOCKHASH = 0x2a;
+const TAG_ACCOUNT_KEY = 0x3a;
 const WT_VARINT = 0;
 const WT_I64 = 1;
 const WT_LEN = 2;
@@ -75,8 +78,13 @@ export class TxFacts {
     let p = 0;
     let bad = false;
     while (p < end) {
-      // tag
       let tag = b[p]!;
+      // Most fields of a message are 32-byte keys nothing here reads (account_keys, recent_blockhash): skipped in
+      // one step when whole (what the general path below does with them, field by field).
+      if ((tag === TAG_ACCOUNT_KEY || tag === TAG_BLOCKHASH) && b[p + 1] === 32 && p + 34 <= end) {
+        p += 34;
+        continue;
+      }
       if (tag < 0x80) p++;
       else {
         tag = varint(b, p, end);
