@@ -717,8 +717,9 @@ export class FilterIndex<S> {
           const pi = t.ixProgram[j]!;
           // An index past the static keys names no program (the chain refuses it: README).
           if (pi < 0 || pi >= kc || pi >= pg.length || pg[pi] !== gen) continue;
-          const node = ix.node(pk[pi]!);
-          if (node !== undefined) n = ix.matchData(node, t.message, t.ixDataOff[j]!, t.ixDataLen[j]!);
+          const k = pk[pi]!;
+          const node = ix.node(k);
+          if (node !== undefined) n = ix.matchData(k, node, t.message, t.ixDataOff[j]!, t.ixDataLen[j]!);
         }
         if (n > 0) {
           const hits = ix.hits;
