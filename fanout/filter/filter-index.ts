@@ -12,8 +12,8 @@ import { TxFacts } from './tx-facts';
 //
 // v2's parts beyond account lists (compile-extra.ts) are keyed too: role lists (account_writable, account_signer)
 // as their own posting chains under the same key ids, walked only for a key the transaction holds in that role;
-// instruction filters by program id (a chain of its own under the program's key id, so the same walk over the
-// static keys finds the programs) then data prefix (instruction-index.ts); signatures by their bytes. A filter
+// instruction filters by program id (a program is a key of the postings too, held by a count of the filters naming
+// it, so the same walk over the static keys finds the programs) then data prefix (instruction-index.ts); signatures by their bytes. A filter
 // with none of include, required, role keys, instructions or a signature is match-all (vote and exclude alone
 // cannot find it). What a transaction holds in each role and its instructions come from its TxFacts, read from the
 // record prepare() named, once, when the walk first reaches something that needs them (a key with role chains, a
@@ -94,10 +94,7 @@ const EXC = 2;
 /** Role lists: their own chains of a key (chain 1, 2), apart from the account lists' (chain 0). */
 const WRT = 3;
 const SGN = 4;
-/** An instruction filter's program (chain 3): never walked; it keeps the key, so that the walk over a transaction's
- *  static keys finds the programs some instruction filter names (instruction-index.ts nodes are by key id). */
-const PRG = 5;
-const CHAINS = 4;
+const CHAINS = 3;
 const chainOf = (list: number): number => (list < WRT ? 0 : list - 2);
 
 /**
@@ -116,11 +113,17 @@ class Postings {
   // keys
   keyBytes = new Uint8Array(1024 * PUBKEY_LEN);
   keyHash = new Int32Array(1024);
-  /** Per key, CHAINS chains (accounts, writable, signer, program): chain c of key k at k * CHAINS + c. */
+  /** Per key, CHAINS chains (accounts, writable, signer): chain c of key k at k * CHAINS + c. */
   head = new Int32Array(CHAINS * 1024);
   tail = new Int32Array(CHAINS * 1024);
   /** The last match() that visited each chain of the key (a repeated key is visited once). */
   keyGen = new Float64Array(CHAINS * 1024);
+  /**
+   * Per key, how many instruction filters name it as their program: such a key is kept while any does, so that
+   * the walk over a transaction's static keys finds the programs (instruction-index.ts nodes are by key id). A
+   * count apart from the chains (never walked), so the arrays an account-only match reads keep their layout.
+   */
+  programRefs = new Int32Array(1024);
   keyFree: number[] = [];
   keyTop = 0;
   liveKeys = 0;
@@ -177,6 +180,7 @@ class Postings {
     const kb2 = this.keyBytes;
     for (let i = 0, d = k * PUBKEY_LEN; i < PUBKEY_LEN; i++) kb2[d + i] = b[o + i]!;
     this.keyHash[k] = h;
+    this.programRefs[k] = 0;
     for (let c = k * CHAINS; c < (k + 1) * CHAINS; c++) {
       this.head[c] = -1;
       this.tail[c] = -1;
@@ -240,8 +244,22 @@ class Postings {
     if (n < 0) this.tail[ch] = p;
     else this.prev[n] = p;
     this.cellFree.push(c);
+    this.dropIfUnused(k);
+  }
+
+  /** An instruction filter names key k as its program. */
+  addProgram(k: number): void {
+    this.programRefs[k]!++;
+  }
+
+  removeProgram(k: number): void {
+    this.programRefs[k]!--;
+    this.dropIfUnused(k);
+  }
+
+  private dropIfUnused(k: number): void {
     const h = k * CHAINS;
-    if (this.head[h]! < 0 && this.head[h + 1]! < 0 && this.head[h + 2]! < 0 && this.head[h + 3]! < 0) this.dropKey(k);
+    if (this.head[h]! < 0 && this.head[h + 1]! < 0 && this.head[h + 2]! < 0 && this.programRefs[k] === 0) this.dropKey(k);
   }
 
   private rehash(size: number): void {
@@ -265,6 +283,7 @@ class Postings {
     this.head = grow(this.head, new Int32Array(CHAINS * n));
     this.tail = grow(this.tail, new Int32Array(CHAINS * n));
     this.keyGen = grow(this.keyGen, new Float64Array(CHAINS * n));
+    this.programRefs = grow(this.programRefs, new Int32Array(n));
   }
 
   private growCells(): void {
@@ -456,7 +475,7 @@ export class FilterIndex<S> {
       e.xSig = x.signature !== null;
       e.xVote = x.vote;
     }
-    const roles = x === undefined ? 0 : x.writable.length + x.signer.length + x.instructions.length;
+    const roles = x === undefined ? 0 : x.writable.length + x.signer.length;
     const total = f.include.length + f.required.length + f.exclude.length + roles;
     const cells = new Int32Array(total);
     let j = 0;
@@ -475,7 +494,7 @@ export class FilterIndex<S> {
     if (x !== undefined)
       for (const ixf of x.instructions) {
         const k = p.intern(ixf.program, 0, ixf.programHash);
-        cells[j++] = p.add(k, id, PRG);
+        p.addProgram(k);
         e.ixCells.push(this.ix.add(e, ixf, k));
       }
     e.cells = cells;
@@ -500,7 +519,10 @@ export class FilterIndex<S> {
     const x = e.filter.extra;
     if (x !== undefined) {
       this.extraEntries--;
-      for (const c of e.ixCells) this.ix.remove(c);
+      for (const c of e.ixCells) {
+        this.ix.remove(c);
+        p.removeProgram(c.keyId);
+      }
       e.ixCells = [];
       if (x.signature !== null) {
         const h = sigHash(x.signature, 0);
@@ -688,7 +710,7 @@ export class FilterIndex<S> {
       const t = this.facts();
       if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
     }
-    if (head[ch + 3]! < 0) return 0;
+    if (this.postings.programRefs[k] === 0) return 0;
     this.stampProgram(i, k, gen);
     return 1;
   }
