@@ -157,7 +157,9 @@ export function dataMatches(f: CompiledInstructionFilter, d: Uint8Array, off: nu
   const p = f.prefix;
   if (p.length > len) return false;
   for (let i = 0; i < p.length; i++) if (d[off + i] !== p[i]) return false;
-  for (const a of f.at) {
+  const at = f.at;
+  for (let j = 0; j < at.length; j++) {
+    const a = at[j]!;
     const b = a.bytes;
     if (a.offset + b.length > len) return false;
     for (let i = 0; i < b.length; i++) if (d[off + a.offset + i] !== b[i]) return false;

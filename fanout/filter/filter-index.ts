@@ -12,10 +12,13 @@ import { TxFacts } from './tx-facts';
 //
 // v2's parts beyond account lists (compile-extra.ts) are keyed too: role lists (account_writable, account_signer)
 // as their own posting chains under the same key ids, walked only for a key the transaction holds in that role;
-// instruction filters by program id then data prefix (instruction-index.ts); signatures by their bytes. A filter
+// instruction filters by program id (a program is a key of the postings too, held by a count of the filters naming
+// it, so the same walk over the static keys finds the programs) then data prefix (instruction-index.ts); signatures by their bytes. A filter
 // with none of include, required, role keys, instructions or a signature is match-all (vote and exclude alone
-// cannot find it). What a transaction holds in each role and its instructions come from its TxFacts, read once per
-// record (prepare) when some filter has such parts; a record matched without them matches no such filter.
+// cannot find it). What a transaction holds in each role and its instructions come from its TxFacts, read from the
+// record prepare() named, once, when the walk first reaches something that needs them (a key with role chains, a
+// program some filter names, a signature filter, a match-all filter with such parts): a record that reaches no such
+// filter is not read. A record matched without prepare() matches no such filter.
 //
 // Rules (service.md Endpoint A 5–8): within one filter, include (any listed key present, or no include list),
 // required (every listed key present) and exclude (no listed key present) apply together. A filter with neither
@@ -48,6 +51,14 @@ interface Entry<S> {
   sigHit: boolean;
   /** The instruction-index cells of this filter, to remove them when it goes. */
   ixCells: IxCell<Entry<S>>[];
+  /** The filter's parts beyond account lists, flat (extraOk reads them for every touched filter with such parts,
+   *  and the compiled lists are other objects, a cache miss each): role keys, whether it has instruction
+   *  filters or a signature, the vote switch. */
+  xWritable: number;
+  xSigner: number;
+  xIx: boolean;
+  xSig: boolean;
+  xVote: number;
 }
 
 interface Owner<S> {
@@ -75,6 +86,7 @@ const MIN_TABLE = 2048;
 
 /** No cells (an entry not in the index). */
 const EMPTY = new Int32Array(0);
+const EMPTY_BYTES = new Uint8Array(0);
 
 const INC = 0;
 const REQ = 1;
@@ -106,6 +118,12 @@ class Postings {
   tail = new Int32Array(CHAINS * 1024);
   /** The last match() that visited each chain of the key (a repeated key is visited once). */
   keyGen = new Float64Array(CHAINS * 1024);
+  /**
+   * Per key, how many instruction filters name it as their program: such a key is kept while any does, so that
+   * the walk over a transaction's static keys finds the programs (instruction-index.ts nodes are by key id). A
+   * count apart from the chains (never walked), so the arrays an account-only match reads keep their layout.
+   */
+  programRefs = new Int32Array(1024);
   keyFree: number[] = [];
   keyTop = 0;
   liveKeys = 0;
@@ -162,6 +180,7 @@ class Postings {
     const kb2 = this.keyBytes;
     for (let i = 0, d = k * PUBKEY_LEN; i < PUBKEY_LEN; i++) kb2[d + i] = b[o + i]!;
     this.keyHash[k] = h;
+    this.programRefs[k] = 0;
     for (let c = k * CHAINS; c < (k + 1) * CHAINS; c++) {
       this.head[c] = -1;
       this.tail[c] = -1;
@@ -225,8 +244,22 @@ class Postings {
     if (n < 0) this.tail[ch] = p;
     else this.prev[n] = p;
     this.cellFree.push(c);
+    this.dropIfUnused(k);
+  }
+
+  /** An instruction filter names key k as its program. */
+  addProgram(k: number): void {
+    this.programRefs[k]!++;
+  }
+
+  removeProgram(k: number): void {
+    this.programRefs[k]!--;
+    this.dropIfUnused(k);
+  }
+
+  private dropIfUnused(k: number): void {
     const h = k * CHAINS;
-    if (this.head[h]! < 0 && this.head[h + 1]! < 0 && this.head[h + 2]! < 0) this.dropKey(k);
+    if (this.head[h]! < 0 && this.head[h + 1]! < 0 && this.head[h + 2]! < 0 && this.programRefs[k] === 0) this.dropKey(k);
   }
 
   private rehash(size: number): void {
@@ -250,6 +283,7 @@ class Postings {
     this.head = grow(this.head, new Int32Array(CHAINS * n));
     this.tail = grow(this.tail, new Int32Array(CHAINS * n));
     this.keyGen = grow(this.keyGen, new Float64Array(CHAINS * n));
+    this.programRefs = grow(this.programRefs, new Int32Array(n));
   }
 
   private growCells(): void {
@@ -291,21 +325,64 @@ export class FilterIndex<S> {
   /** Entries with parts beyond account lists: while 0, prepare() reads nothing. */
   private extraEntries = 0;
   private readonly txFacts = new TxFacts();
-  /** The facts of the record the next match call is for (prepare), taken by that call. */
-  private pending: TxFacts | null = null;
+  /** The record the next match call is for (prepare), taken by that call; its facts are read when first needed. */
+  private pending = false;
+  private pendingKeys: Uint8Array = EMPTY_BYTES;
+  private pendingMessage: Uint8Array = EMPTY_BYTES;
+  /** The current match call took a prepared record, and whether its facts are read yet (`txFacts`). */
+  private hasRecord = false;
+  private factsRead = false;
+  /** Static key i of the current match is a program some instruction filter names when progGen[i] is its gen;
+   *  progKey[i] is then its key id. */
+  private progGen = new Float64Array(64);
+  private progKey = new Int32Array(64);
 
   /**
-   * Reads what filters beyond account lists need of the record about to be matched (its static keys and message):
-   * the next match call takes it. Costs nothing while no filter has such parts.
+   * Names the record about to be matched (its static keys and message) for what filters beyond account lists
+   * need of it: the next match call takes it, and reads the message (TxFacts) only when such a filter is reached —
+   * a key with role chains, a program some instruction filter names, a signature filter, or a match-all filter
+   * with such parts. A record no such filter can reach is not read at all. Costs nothing while no filter has such
+   * parts.
    */
   prepare(keys: Uint8Array, message: Uint8Array): void {
-    this.pending = this.extraEntries === 0 ? null : this.txFacts.read(keys, keys.length, message);
+    if (this.extraEntries === 0) {
+      this.pending = false;
+      return;
+    }
+    this.pending = true;
+    this.pendingKeys = keys;
+    this.pendingMessage = message;
   }
 
-  private take(): TxFacts | null {
-    const t = this.pending;
-    this.pending = null;
-    return t !== null && !t.bad ? t : null;
+  /** Called once by each match call: whether it has a prepared record (then `facts()` may be called). */
+  private take(): boolean {
+    const h = this.pending;
+    this.pending = false;
+    this.hasRecord = h;
+    this.factsRead = false;
+    return h;
+  }
+
+  /** The prepared record's facts, read once per match call; null when the message does not parse. Only while
+   *  `hasRecord`. */
+  private facts(): TxFacts | null {
+    const t = this.txFacts;
+    if (!this.factsRead) {
+      this.factsRead = true;
+      t.read(this.pendingKeys, this.pendingKeys.length, this.pendingMessage);
+    }
+    return t.bad ? null : t;
+  }
+
+  /** Marks static key i (key id k) as a program of some instruction filter, for visitTx. */
+  private stampProgram(i: number, k: number, gen: number): void {
+    if (i >= this.progGen.length) {
+      const n = Math.max(2 * this.progGen.length, i + 1);
+      this.progGen = grow(this.progGen, new Float64Array(n));
+      this.progKey = grow(this.progKey, new Int32Array(n));
+    }
+    this.progGen[i] = gen;
+    this.progKey[i] = k;
   }
 
   /**
@@ -337,10 +414,10 @@ export class FilterIndex<S> {
       const filter = set.filters[i]!;
       let e = reused[i];
       if (e !== undefined) {
-        e.filter = filter;
+        e.filter = filter; // the same lists and parts (the reuse test above)
         e.bit = 1 << filter.slot;
       } else {
-        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false, staticIncludeHit: false, staticRequiredHits: 0, staticExcluded: false, wHits: 0, staticWHits: 0, sHits: 0, ixHit: false, sigHit: false, ixCells: [] };
+        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false, staticIncludeHit: false, staticRequiredHits: 0, staticExcluded: false, wHits: 0, staticWHits: 0, sHits: 0, ixHit: false, sigHit: false, ixCells: [], xWritable: 0, xSigner: 0, xIx: false, xSig: false, xVote: -1 };
         this.addEntry(e);
       }
       entries.push(e);
@@ -391,6 +468,13 @@ export class FilterIndex<S> {
     this.entries[id] = e;
     e.id = id;
     const x = f.extra;
+    if (x !== undefined) {
+      e.xWritable = x.writable.length;
+      e.xSigner = x.signer.length;
+      e.xIx = x.instructions.length > 0;
+      e.xSig = x.signature !== null;
+      e.xVote = x.vote;
+    }
     const roles = x === undefined ? 0 : x.writable.length + x.signer.length;
     const total = f.include.length + f.required.length + f.exclude.length + roles;
     const cells = new Int32Array(total);
@@ -407,11 +491,16 @@ export class FilterIndex<S> {
       const h = l.hashes;
       for (let i = 0; i < l.length; i++) cells[j++] = p.add(p.intern(b, i * PUBKEY_LEN, h[i]!), id, list);
     }
+    if (x !== undefined)
+      for (const ixf of x.instructions) {
+        const k = p.intern(ixf.program, 0, ixf.programHash);
+        p.addProgram(k);
+        e.ixCells.push(this.ix.add(e, ixf, k));
+      }
     e.cells = cells;
     this.listEntries += keyCount(f);
     if (x !== undefined) {
       this.extraEntries++;
-      for (const ixf of x.instructions) e.ixCells.push(this.ix.add(e, ixf));
       if (x.signature !== null) {
         const h = sigHash(x.signature, 0);
         const l = this.sigs.get(h);
@@ -430,7 +519,10 @@ export class FilterIndex<S> {
     const x = e.filter.extra;
     if (x !== undefined) {
       this.extraEntries--;
-      for (const c of e.ixCells) this.ix.remove(c);
+      for (const c of e.ixCells) {
+        this.ix.remove(c);
+        p.removeProgram(c.keyId);
+      }
       e.ixCells = [];
       if (x.signature !== null) {
         const h = sigHash(x.signature, 0);
@@ -476,17 +568,18 @@ export class FilterIndex<S> {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
-    const t = this.take();
+    const has = this.take();
     const p = this.postings;
+    let progs = 0;
     for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
       const k = p.find(keys, off);
       if (k < 0) continue;
       this.visit(k, gen, touched);
-      if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
+      if (has) progs += this.staticParts(k, i, gen, touched);
     }
-    if (t !== null) this.visitTx(t, gen, touched);
+    if (has) this.visitTx(progs, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.matchOut(gen, t);
+    return this.matchOut(gen);
   }
 
   /**
@@ -501,20 +594,21 @@ export class FilterIndex<S> {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
-    const t = this.take();
+    const has = this.take();
     const p = this.postings;
+    let progs = 0;
     for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
       const k = p.find(keys, off);
       if (k < 0) continue;
       const isStatic = off < staticLength;
       this.visitSplit(k, isStatic, gen, touched);
-      if (t === null) continue;
-      if (isStatic) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
-      else this.visitRoles(k, i - (staticLength >>> 5) < loadedWritable, false, false, gen, touched);
+      if (!has) continue;
+      if (isStatic) progs += this.staticParts(k, i, gen, touched);
+      else this.loadedParts(k, i - (staticLength >>> 5) < loadedWritable, false, gen, touched);
     }
-    if (t !== null) this.visitTx(t, gen, touched);
+    if (has) this.visitTx(progs, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.splitOut(gen, t);
+    return this.splitOut(gen);
   }
 
   /**
@@ -528,23 +622,24 @@ export class FilterIndex<S> {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
-    const t = this.take();
+    const has = this.take();
     const p = this.postings;
+    let progs = 0;
     for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
       const k = p.find(keys, off);
       if (k < 0) continue;
       this.visit(k, gen, touched);
-      if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
+      if (has) progs += this.staticParts(k, i, gen, touched);
     }
     for (let i = 0; i < n; i++) {
       const k = ids[i]!;
       if (k < 0) continue;
       this.visit(k, gen, touched);
-      if (t !== null) this.visitRoles(k, i < writableIds, false, true, gen, touched);
+      if (has) this.loadedParts(k, i < writableIds, true, gen, touched);
     }
-    if (t !== null) this.visitTx(t, gen, touched);
+    if (has) this.visitTx(progs, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.matchOut(gen, t);
+    return this.matchOut(gen);
   }
 
   /**
@@ -604,17 +699,64 @@ export class FilterIndex<S> {
     }
   }
 
-  /** Instruction filters and signatures: what the transaction's instructions and first signature reach. */
-  private visitTx(t: TxFacts, gen: number, touched: Owner<S>[]): void {
-    const n = this.ix.match(t);
-    const hits = this.ix.hits;
-    for (let i = 0; i < n; i++) {
-      const e = freshSplit(hits[i]!.entry, gen);
-      e.ixHit = true;
-      touch(touched, e.owner, gen);
+  /**
+   * Static key i (key id k) of a prepared record: its role chains, when it has any (the record's facts are read
+   * then, for its roles), and whether it is a program some instruction filter names (1: stamped for visitTx).
+   */
+  private staticParts(k: number, i: number, gen: number, touched: Owner<S>[]): number {
+    const head = this.postings.head;
+    const ch = k * CHAINS;
+    if (head[ch + 1]! >= 0 || head[ch + 2]! >= 0) {
+      const t = this.facts();
+      if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
     }
-    hits.length = 0;
-    if (this.sigs.size > 0 && t.signatureOff >= 0) {
+    if (this.postings.programRefs[k] === 0) return 0;
+    this.stampProgram(i, k, gen);
+    return 1;
+  }
+
+  /** A loaded key (key id k) of a prepared record: its writable chain when it is loaded writable (loaded keys
+   *  are never signers, and a program must be a static key). */
+  private loadedParts(k: number, writable: boolean, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
+    if (!writable || this.postings.head[k * CHAINS + 1]! < 0) return;
+    if (this.facts() !== null) this.visitRoles(k, true, false, isStatic, gen, touched);
+  }
+
+  /**
+   * Instruction filters and signatures: what the transaction's top-level instructions (those whose program is a
+   * static key stamped by staticParts: `progs` of them) and first signature reach.
+   */
+  private visitTx(progs: number, gen: number, touched: Owner<S>[]): void {
+    if (progs > 0) {
+      const t = this.facts();
+      if (t !== null) {
+        const ix = this.ix;
+        const pg = this.progGen;
+        const pk = this.progKey;
+        const kc = t.keyCount;
+        let n = 0;
+        for (let j = 0; j < t.ixCount; j++) {
+          const pi = t.ixProgram[j]!;
+          // An index past the static keys names no program (the chain refuses it: README).
+          if (pi < 0 || pi >= kc || pi >= pg.length || pg[pi] !== gen) continue;
+          const k = pk[pi]!;
+          const node = ix.node(k);
+          if (node !== undefined) n = ix.matchData(k, node, t.message, t.ixDataOff[j]!, t.ixDataLen[j]!);
+        }
+        if (n > 0) {
+          const hits = ix.hits;
+          for (let i = 0; i < n; i++) {
+            const e = freshSplit(hits[i]!.entry, gen);
+            e.ixHit = true;
+            touch(touched, e.owner, gen);
+          }
+          ix.clearHits();
+        }
+      }
+    }
+    if (this.sigs.size > 0) {
+      const t = this.facts();
+      if (t === null || t.signatureOff < 0) return;
       const l = this.sigs.get(sigHash(t.message, t.signatureOff));
       if (l !== undefined)
         for (const e0 of l) {
@@ -627,7 +769,7 @@ export class FilterIndex<S> {
   }
 
   /** The subscribers whose filters matched in this walk (`gen`), each with its filters' bits. */
-  private matchOut(gen: number, t: TxFacts | null): Match<S>[] {
+  private matchOut(gen: number): Match<S>[] {
     const touched = this.touched;
     const out: Match<S>[] = [];
     for (const o of touched) {
@@ -638,7 +780,7 @@ export class FilterIndex<S> {
         if (cur && e.excluded) continue;
         if (f.include.length > 0 && !(cur && e.includeHit)) continue;
         if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
-        if (f.extra !== undefined && !extraOk(e, cur, t, false)) continue;
+        if (f.extra !== undefined && !extraOk(e, cur, this.hasRecord ? this.facts() : null, false)) continue;
         mask |= e.bit;
       }
       if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
@@ -656,23 +798,24 @@ export class FilterIndex<S> {
     const gen = ++this.gen;
     const touched = this.touched;
     touched.length = 0;
-    const t = this.take();
+    const has = this.take();
     const p = this.postings;
+    let progs = 0;
     for (let off = 0, i = 0; off + PUBKEY_LEN <= length; off += PUBKEY_LEN, i++) {
       const k = p.find(keys, off);
       if (k < 0) continue;
       this.visitSplit(k, true, gen, touched);
-      if (t !== null) this.visitRoles(k, t.isWritable(i), t.isSigner(i), true, gen, touched);
+      if (has) progs += this.staticParts(k, i, gen, touched);
     }
     for (let i = 0; i < n; i++) {
       const k = ids[i]!;
       if (k < 0) continue;
       this.visitSplit(k, false, gen, touched);
-      if (t !== null) this.visitRoles(k, i < writableIds, false, false, gen, touched);
+      if (has) this.loadedParts(k, i < writableIds, false, gen, touched);
     }
-    if (t !== null) this.visitTx(t, gen, touched);
+    if (has) this.visitTx(progs, gen, touched);
     for (const o of this.matchAll) touch(touched, o, gen);
-    return this.splitOut(gen, t);
+    return this.splitOut(gen);
   }
 
   private visitSplit(k: number, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
@@ -699,7 +842,7 @@ export class FilterIndex<S> {
     }
   }
 
-  private splitOut(gen: number, t: TxFacts | null): SplitMatch<S>[] {
+  private splitOut(gen: number): SplitMatch<S>[] {
     const touched = this.touched;
     const out: SplitMatch<S>[] = [];
     for (const o of touched) {
@@ -711,6 +854,7 @@ export class FilterIndex<S> {
         const inc = f.include.length > 0;
         const req = f.required.length;
         const x = f.extra !== undefined;
+        const t = x && this.hasRecord ? this.facts() : null;
         if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req)) && !(x && !extraOk(e, cur, t, false))) mask |= e.bit;
         if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req)) && !(x && !extraOk(e, cur, t, true))) staticMask |= e.bit;
       }
@@ -737,12 +881,11 @@ function keyCount(f: CompiledFilter): number {
 /** The parts beyond account lists of a filter with them (`cur`: its scratch is of this walk). */
 function extraOk<S>(e: Entry<S>, cur: boolean, t: TxFacts | null, staticOnly: boolean): boolean {
   if (t === null) return false;
-  const x = e.filter.extra!;
-  if (x.writable.length > 0 && !(cur && (staticOnly ? e.staticWHits : e.wHits) === x.writable.length)) return false;
-  if (x.signer.length > 0 && !(cur && e.sHits === x.signer.length)) return false;
-  if (x.instructions.length > 0 && !(cur && e.ixHit)) return false;
-  if (x.signature !== null && !(cur && e.sigHit)) return false;
-  if (x.vote >= 0 && (t.isVote ? 1 : 0) !== x.vote) return false;
+  if (e.xWritable > 0 && !(cur && (staticOnly ? e.staticWHits : e.wHits) === e.xWritable)) return false;
+  if (e.xSigner > 0 && !(cur && e.sHits === e.xSigner)) return false;
+  if (e.xIx && !(cur && e.ixHit)) return false;
+  if (e.xSig && !(cur && e.sigHit)) return false;
+  if (e.xVote >= 0 && (t.isVote ? 1 : 0) !== e.xVote) return false;
   return true;
 }
 

@@ -1,5 +1,4 @@
 import bs58 from 'bs58';
-import { FieldWalker } from '../../proto/tx-message-reader';
 import { equal32 } from './key32';
 
 // What the v2 filters beyond account lists (instructions, roles, signature, vote) need to know about one
@@ -24,8 +23,13 @@ const F_RO_UNSIGNED = 4;
 const F_SIGNATURES = 6;
 const F_INSTRUCTIONS = 8;
 const F_VERSIONED = 10;
+/** Tags (field << 3 | wire type LEN) of recent_blockhash (5) and account_keys (7). */
+const TAG_BLOCKHASH = 0x2a;
+const TAG_ACCOUNT_KEY = 0x3a;
 const WT_VARINT = 0;
+const WT_I64 = 1;
 const WT_LEN = 2;
+const WT_I32 = 5;
 
 export class TxFacts {
   /** The message bytes the offsets below point into. */
@@ -50,62 +54,174 @@ export class TxFacts {
   /** The message did not parse: nothing beyond account lists matches it. */
   bad = false;
 
-  private readonly w = new FieldWalker();
-  private readonly iw = new FieldWalker();
-
-  /** Reads `message` (a record's encoded SubscribeResponseTransaction) beside its static keys. */
+  /**
+   * Reads `message` (a record's encoded SubscribeResponseTransaction) beside its static keys. One pass over the
+   * top-level fields with the varints read inline (proto/tx-message-reader.ts's FieldWalker reads the same bytes
+   * the same way, field by field through its object; this runs per matched record, so the walk is written out):
+   * what is malformed for FieldWalker (a truncated or over-long varint, a length past the end, an unknown wire
+   * type) is `bad` here; a malformed instruction is left out, as the walker's inner pass left it out.
+   */
   read(keys: Uint8Array, keysLength: number, message: Uint8Array): this {
     this.message = message;
     this.keys = keys;
     this.keyCount = keysLength >>> 5;
-    this.numRequiredSignatures = 0;
-    this.numReadonlySigned = 0;
-    this.numReadonlyUnsigned = 0;
-    this.signatureOff = -1;
-    this.signatureCount = 0;
-    this.legacy = true;
+    let nReq = 0;
+    let roS = 0;
+    let roU = 0;
+    let sigOff = -1;
+    let sigCount = 0;
+    let legacy = true;
     this.ixCount = 0;
     this.loadedWritable = 0;
-    const w = this.w;
-    w.reset(message, 0, message.length);
-    while (w.next()) {
-      const f = w.field;
-      if (w.wire === WT_VARINT) {
-        if (f === F_NUM_REQUIRED) this.numRequiredSignatures = w.value;
-        else if (f === F_RO_SIGNED) this.numReadonlySigned = w.value;
-        else if (f === F_RO_UNSIGNED) this.numReadonlyUnsigned = w.value;
-      } else if (w.wire === WT_LEN) {
-        if (f === F_SIGNATURES) {
-          if (this.signatureCount++ === 0 && w.len === 64) this.signatureOff = w.off;
-        } else if (f === F_INSTRUCTIONS) this.instruction(message, w.off, w.off + w.len);
-        else if (f === F_VERSIONED) this.legacy = !boolValue(message, w.off, w.off + w.len);
+    const b = message;
+    const end = b.length;
+    let p = 0;
+    let bad = false;
+    while (p < end) {
+      let tag = b[p]!;
+      // Most fields of a message are 32-byte keys nothing here reads (account_keys, recent_blockhash): skipped in
+      // one step when whole (what the general path below does with them, field by field).
+      if ((tag === TAG_ACCOUNT_KEY || tag === TAG_BLOCKHASH) && b[p + 1] === 32 && p + 34 <= end) {
+        p += 34;
+        continue;
+      }
+      if (tag < 0x80) p++;
+      else {
+        tag = varint(b, p, end);
+        if (tag < 0) {
+          bad = true;
+          break;
+        }
+        p = vEnd;
+      }
+      const wire = tag & 7;
+      const field = tag < 0x80 ? tag >>> 3 : Math.floor(tag / 8);
+      if (wire === WT_LEN) {
+        let n = p < end ? b[p]! : 0x80;
+        if (n < 0x80) p++;
+        else {
+          n = varint(b, p, end);
+          if (n < 0) {
+            bad = true;
+            break;
+          }
+          p = vEnd;
+        }
+        if (p + n > end) {
+          bad = true;
+          break;
+        }
+        if (field === F_SIGNATURES) {
+          if (sigCount++ === 0 && n === 64) sigOff = p;
+        } else if (field === F_INSTRUCTIONS) this.instruction(b, p, p + n);
+        else if (field === F_VERSIONED) legacy = !boolValue(b, p, p + n);
+        p += n;
+      } else if (wire === WT_VARINT) {
+        let v = p < end ? b[p]! : 0x80;
+        if (v < 0x80) p++;
+        else {
+          v = varint(b, p, end);
+          if (v < 0) {
+            // A u64 beyond 2^53 (slot) still skips correctly: find the varint's last byte (FieldWalker's rule).
+            let q = p;
+            while (q < end && q - p < 10 && b[q]! >= 0x80) q++;
+            if (q >= end || q - p >= 10) {
+              bad = true;
+              break;
+            }
+            v = Number.NaN;
+            p = q + 1;
+          } else p = vEnd;
+        }
+        if (field === F_NUM_REQUIRED) nReq = v;
+        else if (field === F_RO_SIGNED) roS = v;
+        else if (field === F_RO_UNSIGNED) roU = v;
+      } else if (wire === WT_I64) {
+        if (p + 8 > end) {
+          bad = true;
+          break;
+        }
+        p += 8;
+      } else if (wire === WT_I32) {
+        if (p + 4 > end) {
+          bad = true;
+          break;
+        }
+        p += 4;
+      } else {
+        bad = true;
+        break;
       }
     }
-    this.bad = w.bad;
+    this.numRequiredSignatures = nReq;
+    this.numReadonlySigned = roS;
+    this.numReadonlyUnsigned = roU;
+    this.signatureOff = sigOff;
+    this.signatureCount = sigCount;
+    this.legacy = legacy;
+    this.bad = bad;
     return this;
   }
 
+  /** One CompiledInstruction in b[start, end): 1 program_id_index varint, 3 data bytes (the last of each wins). */
   private instruction(b: Uint8Array, start: number, end: number): void {
     let program = 0;
     let off = end;
     let len = 0;
-    const iw = this.iw;
-    iw.reset(b, start, end);
-    while (iw.next()) {
-      if (iw.field === 1 && iw.wire === WT_VARINT) program = iw.value;
-      else if (iw.field === 3 && iw.wire === WT_LEN) {
-        off = iw.off;
-        len = iw.len;
+    let p = start;
+    while (p < end) {
+      let tag = b[p]!;
+      if (tag < 0x80) p++;
+      else {
+        tag = varint(b, p, end);
+        if (tag < 0) return;
+        p = vEnd;
       }
+      const wire = tag & 7;
+      const field = tag < 0x80 ? tag >>> 3 : Math.floor(tag / 8);
+      if (wire === WT_VARINT) {
+        let v = p < end ? b[p]! : 0x80;
+        if (v < 0x80) p++;
+        else {
+          v = varint(b, p, end);
+          if (v < 0) {
+            let q = p;
+            while (q < end && q - p < 10 && b[q]! >= 0x80) q++;
+            if (q >= end || q - p >= 10) return;
+            v = Number.NaN;
+            p = q + 1;
+          } else p = vEnd;
+        }
+        if (field === 1) program = v;
+      } else if (wire === WT_LEN) {
+        let n = p < end ? b[p]! : 0x80;
+        if (n < 0x80) p++;
+        else {
+          n = varint(b, p, end);
+          if (n < 0) return;
+          p = vEnd;
+        }
+        if (p + n > end) return;
+        if (field === 3) {
+          off = p;
+          len = n;
+        }
+        p += n;
+      } else if (wire === WT_I64) {
+        if (p + 8 > end) return;
+        p += 8;
+      } else if (wire === WT_I32) {
+        if (p + 4 > end) return;
+        p += 4;
+      } else return;
     }
-    if (iw.bad) return;
     const i = this.ixCount++;
     if (i >= this.ixProgram.length) {
       this.ixProgram = grow(this.ixProgram);
       this.ixDataOff = grow(this.ixDataOff);
       this.ixDataLen = grow(this.ixDataLen);
     }
-    this.ixProgram[i] = Number.isFinite(program) ? program : -1;
+    this.ixProgram[i] = Number.isFinite(program) && program <= 0x7fffffff ? program : -1;
     this.ixDataOff[i] = off;
     this.ixDataLen[i] = len;
   }
@@ -133,6 +249,27 @@ export class TxFacts {
     const o = this.programOff(0);
     return o >= 0 && equal32(this.keys, o, VOTE_PROGRAM, 0);
   }
+}
+
+/** Where the last varint() ended (module scratch: read() is not reentrant, and a result object would allocate). */
+let vEnd = 0;
+
+/** A varint at b[o] of at most 8 bytes (≤ 2^56, FieldWalker's bound), ending before `limit`; sets vEnd. -1 when
+ *  truncated or longer. */
+function varint(b: Uint8Array, o: number, limit: number): number {
+  let v = 0;
+  let mul = 1;
+  for (let i = 0; i < 8; i++) {
+    if (o >= limit) return -1;
+    const x = b[o++]!;
+    v += (x & 0x7f) * mul;
+    if (x < 0x80) {
+      vEnd = o;
+      return v;
+    }
+    mul *= 128;
+  }
+  return -1;
 }
 
 function boolValue(b: Uint8Array, start: number, end: number): boolean {

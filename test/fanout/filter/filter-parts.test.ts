@@ -304,6 +304,32 @@ describe('v2 filter parts: instructions, roles, signature, vote (indexed = naive
     for (const [k, v] of Object.entries(seen)) assert.ok(v > 20, `${k}: ${v} matches`);
   });
 
+  it("a program key is held while an instruction filter names it, beside account lists on the same key, and dropped after", () => {
+    const index = new FilterIndex<string>();
+    const ixOn = (k: number): CompiledFilterSet => {
+      const r = compileFilters([['i', { include: [], exclude: [], required: [], extra: { instructions: [{ programId: K58(k), dataPrefix: new Uint8Array(0), dataAt: [] }], writable: [], signer: [], signature: '' } }]], LIMITS);
+      if (!r.ok) throw new Error(r.error.details);
+      return r.set;
+    };
+    const acc = compileFilters([['a', { include: [K58(2)], exclude: [], required: [] }]], LIMITS);
+    assert.ok(acc.ok);
+    index.replace('acc', acc.set);
+    index.replace('ix2', ixOn(2));
+    index.replace('ix3', ixOn(3));
+    assert.equal(index.size.keys, 2);
+    index.remove('acc'); // key 2 stays: ix2 names it
+    assert.equal(index.size.keys, 2);
+    // A transaction calling key 2 and key 3 reaches both instruction streams.
+    const fields: TxFields = { slot: 1n, numRequiredSignatures: 1, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 2, recentBlockhash: Buffer.alloc(32, 9), signatures: [SIGS[0]!], accountKeys: [POOL[4]!, POOL[2]!, POOL[3]!], instructions: [{ programIdIndex: 1, accounts: Buffer.alloc(0), data: Buffer.from([1]) }, { programIdIndex: 2, accounts: Buffer.alloc(0), data: Buffer.alloc(0) }], addressTableLookups: [], versioned: false };
+    const t = toTx(fields);
+    index.prepare(t.keys, t.message);
+    assert.deepEqual(index.match(t.keys).map((m) => m.sub).sort(), ['ix2', 'ix3']);
+    index.remove('ix2');
+    assert.equal(index.size.keys, 1);
+    index.prepare(t.keys, t.message);
+    assert.deepEqual(index.match(t.keys).map((m) => m.sub), ['ix3']);
+  });
+
   it('a transaction matched without its facts (no prepare) reaches no filter with such parts', () => {
     const index = new FilterIndex<string>();
     const r = compileFilters([['v', { include: [], exclude: [], required: [], extra: { instructions: [], writable: [], signer: [], signature: '', vote: false } }]], LIMITS);
