@@ -71,6 +71,11 @@ class LastQuoted {
     return this.quoted;
   }
 }
+/** The enumerated fields' values quoted once (a value outside its list still goes through q()). */
+const quotedOf = (list: readonly string[]): Map<string, string> => new Map(list.map((v) => [v, `"${v}"`]));
+const QUOTED_STEPS = quotedOf(TRACE_STEPS);
+const QUOTED_OUTCOMES = quotedOf(FORWARD_OUTCOMES);
+const QUOTED_COMMITMENTS = quotedOf(COMMITMENTS);
 const lastSignature = new LastQuoted();
 const lastRental = new LastQuoted();
 const lastTime = new LastQuoted();
@@ -86,13 +91,13 @@ const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
  * (JSON.stringify only for the string fields' escaping) and one buffer holding key and value.
  */
 export function encodeTraceEvent(e: TraceEvent): { key: Buffer; value: Buffer } {
-  let s = `{"id":${q(e.id)},"time":${lastTime.of(e.time)},"signature":${lastSignature.of(e.signature)},"rental":${lastRental.of(e.rental)},"step":${q(e.step)},"sinceAcceptedMs":${num(e.sinceAcceptedMs)}`;
+  let s = `{"id":${q(e.id)},"time":${lastTime.of(e.time)},"signature":${lastSignature.of(e.signature)},"rental":${lastRental.of(e.rental)},"step":${QUOTED_STEPS.get(e.step) ?? q(e.step)},"sinceAcceptedMs":${num(e.sinceAcceptedMs)}`;
   if (e.transport !== undefined) s += `,"transport":${q(e.transport)}`;
   if (e.resend !== undefined) s += `,"resend":${num(e.resend)}`;
   if (e.forwarded !== undefined) s += e.forwarded ? ',"forwarded":true' : ',"forwarded":false';
   if (e.slot !== undefined) s += `,"slot":${e.slot === null ? 'null' : num(e.slot)}`;
   if (e.route !== undefined) s += `,"route":${q(e.route)}`;
-  if (e.outcome !== undefined) s += `,"outcome":${q(e.outcome)}`;
+  if (e.outcome !== undefined) s += `,"outcome":${QUOTED_OUTCOMES.get(e.outcome) ?? q(e.outcome)}`;
   if (e.error !== undefined) s += `,"error":${q(e.error)}`;
   if (e.ms !== undefined) s += `,"ms":${num(e.ms)}`;
   if (e.leaders !== undefined) s += `,"leaders":${JSON.stringify(e.leaders)}`;
@@ -101,7 +106,7 @@ export function encodeTraceEvent(e: TraceEvent): { key: Buffer; value: Buffer } 
     const err: string | undefined = JSON.stringify(e.err); // undefined for a function or symbol: omitted, as JSON.stringify omits it
     if (err !== undefined) s += `,"err":${err}`;
   }
-  if (e.commitment !== undefined) s += `,"commitment":${q(e.commitment)}`;
+  if (e.commitment !== undefined) s += `,"commitment":${QUOTED_COMMITMENTS.get(e.commitment) ?? q(e.commitment)}`;
   if (e.slotDelta !== undefined) s += `,"slotDelta":${num(e.slotDelta)}`;
   if (e.blockhash !== undefined) s += `,"blockhash":${q(e.blockhash)}`;
   s += '}';
