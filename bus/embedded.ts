@@ -95,7 +95,9 @@ interface Topic {
  * 709 slabs of 64 KiB (44 MiB held after GC) with per-field copies.
  */
 function copyRecord(r: ProduceRecord): { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> } {
-  const own = Buffer.allocUnsafeSlow(recordBytes(r));
+  let size = (r.key?.length ?? 0) + (r.value?.length ?? 0);
+  if (r.headers !== undefined) for (const h in r.headers) size += r.headers[h]!.length;
+  const own = Buffer.allocUnsafeSlow(size);
   let off = 0;
   const take = (b: Buffer): Buffer => {
     const at = off;
@@ -105,38 +107,6 @@ function copyRecord(r: ProduceRecord): { key: Buffer | null; value: Buffer | nul
   const headers: Record<string, Buffer> = {};
   if (r.headers !== undefined) for (const h in r.headers) setOwn(headers, h, take(r.headers[h]!));
   return { key: r.key === null ? null : take(r.key), value: r.value === null ? null : take(r.value), headers };
-}
-
-/** Bytes of a record's key, value and header values. */
-function recordBytes(r: ProduceRecord): number {
-  let size = (r.key?.length ?? 0) + (r.value?.length ?? 0);
-  if (r.headers !== undefined) for (const h in r.headers) size += r.headers[h]!.length;
-  return size;
-}
-
-/** One allocation that consecutive records of one partition are copied into, in order. */
-class Chunk {
-  private off = 0;
-  constructor(private readonly own: Buffer) {}
-
-  copy(r: ProduceRecord): { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> } {
-    const headers: Record<string, Buffer> = {};
-    if (r.headers !== undefined) for (const h in r.headers) setOwn(headers, h, this.take(r.headers[h]!));
-    return { key: r.key === null ? null : this.take(r.key), value: r.value === null ? null : this.take(r.value), headers };
-  }
-
-  private take(b: Buffer): Buffer {
-    const at = this.off;
-    this.off += b.copy(this.own, at);
-    return this.own.subarray(at, this.off);
-  }
-}
-
-/** Per partition, a chunk sized for exactly this call's records of it (undefined where it has none). */
-function partitionChunks(records: ProduceRecord[], parts: number[], n: number): Array<Chunk | undefined> {
-  const sizes = new Array<number>(n).fill(-1);
-  for (let i = 0; i < records.length; i++) sizes[parts[i]!] = Math.max(0, sizes[parts[i]!]!) + recordBytes(records[i]!);
-  return sizes.map((size) => (size < 0 ? undefined : new Chunk(Buffer.allocUnsafeSlow(size))));
 }
 
 export class EmbeddedBus implements Bus {
@@ -209,17 +179,10 @@ export class EmbeddedBus implements Bus {
     const copyIn = this.opts.copyOnProduce ?? true;
     const now = Date.now();
     const touched = new Set<PartitionLog>();
-    const parts = records.map((r) => r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n)));
-    // A plain topic drops a partition's records oldest first, so one allocation for all of this call's records of
-    // a partition is released with the last of them: at most one call's bytes per partition beyond the bounds,
-    // for one allocation per partition and call instead of one per record (the per-record allocation was the
-    // largest single cost of producing submit.traces events). A compacted topic keeps any record indefinitely,
-    // so there each record keeps its own allocation.
-    const chunks = copyIn && !t.spec.compacted ? partitionChunks(records, parts, n) : null;
-    for (let i = 0; i < records.length; i++) {
-      const r = records[i]!;
-      const log = t.logs[parts[i]!]!;
-      const c = chunks !== null ? chunks[parts[i]!]!.copy(r) : copyIn ? copyRecord(r) : { key: r.key, value: r.value, headers: { ...r.headers } };
+    for (const r of records) {
+      const p = r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
+      const log = t.logs[p]!;
+      const c = copyIn ? copyRecord(r) : { key: r.key, value: r.value, headers: { ...r.headers } };
       log.append(c.key, c.value, c.headers, now);
       touched.add(log);
     }

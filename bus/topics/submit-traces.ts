@@ -80,6 +80,23 @@ const lastSignature = new LastQuoted();
 const lastRental = new LastQuoted();
 const lastTime = new LastQuoted();
 
+/**
+ * The last signature's key bytes: a trace's events come in runs (accepted, then its forward steps), so they share
+ * one key buffer. Shared read-only: the bus copies or serializes keys and never writes them.
+ */
+class LastKey {
+  private s: string | undefined;
+  private key = Buffer.alloc(0);
+  of(s: string): Buffer {
+    if (s !== this.s) {
+      this.s = s;
+      this.key = Buffer.from(s, 'utf8');
+    }
+    return this.key;
+  }
+}
+const lastKey = new LastKey();
+
 /** A number as JSON.stringify writes it (non-finite → null). */
 const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
 
@@ -88,7 +105,8 @@ const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
  * JSON.stringify of those objects; an object built in another order gives the same JSON with its keys in this
  * order). Measured (test/bench/submit.ts, traces on): JSON.stringify of the object and a Buffer each for key and
  * value were the largest part of what tracing costs per accepted transaction; this writes one string per event
- * (JSON.stringify only for the string fields' escaping) and one buffer holding key and value.
+ * (JSON.stringify only for the string fields that need escaping) and one buffer for the value; consecutive
+ * events of one trace share their key's buffer.
  */
 export function encodeTraceEvent(e: TraceEvent): { key: Buffer; value: Buffer } {
   let s = `{"id":${q(e.id)},"time":${lastTime.of(e.time)},"signature":${lastSignature.of(e.signature)},"rental":${lastRental.of(e.rental)},"step":${QUOTED_STEPS.get(e.step) ?? q(e.step)},"sinceAcceptedMs":${num(e.sinceAcceptedMs)}`;
@@ -110,9 +128,7 @@ export function encodeTraceEvent(e: TraceEvent): { key: Buffer; value: Buffer } 
   if (e.slotDelta !== undefined) s += `,"slotDelta":${num(e.slotDelta)}`;
   if (e.blockhash !== undefined) s += `,"blockhash":${q(e.blockhash)}`;
   s += '}';
-  const keyBytes = Buffer.byteLength(e.signature, 'utf8');
-  const both = Buffer.from(e.signature + s, 'utf8');
-  return { key: both.subarray(0, keyBytes), value: both.subarray(keyBytes) };
+  return { key: lastKey.of(e.signature), value: Buffer.from(s, 'utf8') };
 }
 
 const has = <T extends string>(list: readonly T[], v: unknown): v is T => typeof v === 'string' && (list as readonly string[]).includes(v);
