@@ -47,8 +47,88 @@ export interface TraceEvent {
   blockhash?: string;
 }
 
+/** What JSON.stringify escapes in a string (control characters, '"', '\\', and lone surrogates, checked as any surrogate). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * A string as JSON: quoted as is when nothing in it needs escaping (the usual case here: base58, ISO times, step
+ * names, route and rental names), else JSON.stringify's escaping. Per string field, JSON.stringify(s) cost more
+ * than the whole event's scan (profiled in the traces bench).
+ */
+function q(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+/** The last string quoted for one field: consecutive events share their signature, rental and millisecond. */
+class LastQuoted {
+  private s: string | undefined;
+  private quoted = '';
+  of(s: string): string {
+    if (s !== this.s) {
+      this.s = s;
+      this.quoted = q(s);
+    }
+    return this.quoted;
+  }
+}
+/** The enumerated fields' values quoted once (a value outside its list still goes through q()). */
+const quotedOf = (list: readonly string[]): Map<string, string> => new Map(list.map((v) => [v, `"${v}"`]));
+const QUOTED_STEPS = quotedOf(TRACE_STEPS);
+const QUOTED_OUTCOMES = quotedOf(FORWARD_OUTCOMES);
+const QUOTED_COMMITMENTS = quotedOf(COMMITMENTS);
+const lastSignature = new LastQuoted();
+const lastRental = new LastQuoted();
+const lastTime = new LastQuoted();
+
+/**
+ * The last signature's key bytes: a trace's events come in runs (accepted, then its forward steps), so they share
+ * one key buffer. Shared read-only: the bus copies or serializes keys and never writes them.
+ */
+class LastKey {
+  private s: string | undefined;
+  private key = Buffer.alloc(0);
+  of(s: string): Buffer {
+    if (s !== this.s) {
+      this.s = s;
+      this.key = Buffer.from(s, 'utf8');
+    }
+    return this.key;
+  }
+}
+const lastKey = new LastKey();
+
+/** A number as JSON.stringify writes it (non-finite → null). */
+const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
+
+/**
+ * The event's JSON written field by field, in the order trace.ts builds events (so the bytes are those of
+ * JSON.stringify of those objects; an object built in another order gives the same JSON with its keys in this
+ * order). Measured (test/bench/submit.ts, traces on): JSON.stringify of the object and a Buffer each for key and
+ * value were the largest part of what tracing costs per accepted transaction; this writes one string per event
+ * (JSON.stringify only for the string fields that need escaping) and one buffer for the value; consecutive
+ * events of one trace share their key's buffer.
+ */
 export function encodeTraceEvent(e: TraceEvent): { key: Buffer; value: Buffer } {
-  return { key: Buffer.from(e.signature, 'utf8'), value: Buffer.from(JSON.stringify(e), 'utf8') };
+  let s = `{"id":${q(e.id)},"time":${lastTime.of(e.time)},"signature":${lastSignature.of(e.signature)},"rental":${lastRental.of(e.rental)},"step":${QUOTED_STEPS.get(e.step) ?? q(e.step)},"sinceAcceptedMs":${num(e.sinceAcceptedMs)}`;
+  if (e.transport !== undefined) s += `,"transport":${q(e.transport)}`;
+  if (e.resend !== undefined) s += `,"resend":${num(e.resend)}`;
+  if (e.forwarded !== undefined) s += e.forwarded ? ',"forwarded":true' : ',"forwarded":false';
+  if (e.slot !== undefined) s += `,"slot":${e.slot === null ? 'null' : num(e.slot)}`;
+  if (e.route !== undefined) s += `,"route":${q(e.route)}`;
+  if (e.outcome !== undefined) s += `,"outcome":${QUOTED_OUTCOMES.get(e.outcome) ?? q(e.outcome)}`;
+  if (e.error !== undefined) s += `,"error":${q(e.error)}`;
+  if (e.ms !== undefined) s += `,"ms":${num(e.ms)}`;
+  if (e.leaders !== undefined) s += `,"leaders":${JSON.stringify(e.leaders)}`;
+  if (e.status !== undefined) s += `,"status":${q(e.status)}`;
+  if (e.err !== undefined) {
+    const err: string | undefined = JSON.stringify(e.err); // undefined for a function or symbol: omitted, as JSON.stringify omits it
+    if (err !== undefined) s += `,"err":${err}`;
+  }
+  if (e.commitment !== undefined) s += `,"commitment":${QUOTED_COMMITMENTS.get(e.commitment) ?? q(e.commitment)}`;
+  if (e.slotDelta !== undefined) s += `,"slotDelta":${num(e.slotDelta)}`;
+  if (e.blockhash !== undefined) s += `,"blockhash":${q(e.blockhash)}`;
+  s += '}';
+  return { key: lastKey.of(e.signature), value: Buffer.from(s, 'utf8') };
 }
 
 const has = <T extends string>(list: readonly T[], v: unknown): v is T => typeof v === 'string' && (list as readonly string[]).includes(v);

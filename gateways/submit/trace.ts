@@ -93,35 +93,52 @@ export class Trace {
 
   /** The first acceptance's event (the constructor's transition). */
   firstEvent(forwarded: boolean): TraceEvent {
-    return this.event(this.acceptedAt, 'accepted', { transport: this.transport, resend: 0, forwarded, slot: this.acceptedSlot });
+    const e = this.event(this.acceptedAt, 'accepted');
+    e.transport = this.transport;
+    e.resend = 0;
+    e.forwarded = forwarded;
+    e.slot = this.acceptedSlot;
+    return e;
   }
 
   /** The same bytes accepted again. */
   resent(now: number, transport: string, apiKey: string, forwarded: boolean, slot: number | null): TraceEvent {
     if (!this.keys.includes(apiKey) && this.keys.length < MAX_KEYS_PER_TRACE) this.keys.push(apiKey);
-    const resend = this.submissions++;
-    return this.event(now, 'accepted', { transport, resend, forwarded, slot });
+    const e = this.event(now, 'accepted');
+    e.transport = transport;
+    e.resend = this.submissions++;
+    e.forwarded = forwarded;
+    e.slot = slot;
+    return e;
   }
 
   forwarded(now: number, route: string, outcome: ForwardOutcome, error?: string, ms?: number, leaders?: string[]): TraceEvent {
-    const a: ForwardAttempt = { route, at: now, outcome };
-    if (error !== undefined) a.error = error;
-    if (ms !== undefined) a.ms = Math.round(ms * 100) / 100;
-    if (leaders !== undefined) a.leaders = leaders;
-    if (this.forwards.length < MAX_FORWARDS_KEPT) this.forwards.push(a);
-    if (outcome === 'ok') this.routesOk.add(route);
-    const f: Partial<TraceEvent> = { route, outcome };
-    if (a.error !== undefined) f.error = a.error;
-    if (a.ms !== undefined) f.ms = a.ms;
-    if (leaders !== undefined) f.leaders = leaders;
-    return this.event(now, 'forward', f);
+    const rounded = ms === undefined ? undefined : Math.round(ms * 100) / 100;
+    // Only kept attempts need an object of their own (a resent transaction's later attempts are events only).
+    if (this.forwards.length < MAX_FORWARDS_KEPT) {
+      const a: ForwardAttempt = { route, at: now, outcome };
+      if (error !== undefined) a.error = error;
+      if (rounded !== undefined) a.ms = rounded;
+      if (leaders !== undefined) a.leaders = leaders;
+      this.forwards.push(a);
+    }
+    if (outcome === 'ok' && !this.routesOk.has(route)) this.routesOk.add(route);
+    const e = this.event(now, 'forward');
+    e.route = route;
+    e.outcome = outcome;
+    if (error !== undefined) e.error = error;
+    if (rounded !== undefined) e.ms = rounded;
+    if (leaders !== undefined) e.leaders = leaders;
+    return e;
   }
 
   /** First seen in shreds; null when already seen. `at` = when ingest observed the shreds. */
   seenInShreds(at: number, slot: number): TraceEvent | null {
     if (this.seen !== null) return null;
     this.seen = { at, slot };
-    return this.event(at, 'seen', this.withDelta({ slot }, slot));
+    const e = this.event(at, 'seen');
+    e.slot = slot;
+    return this.withDelta(e, slot);
   }
 
   /** A status from the chain node; an event when it is new or its commitment rose, else null. */
@@ -131,23 +148,34 @@ export class Trace {
     const status = err === null || err === undefined ? 'ok' : 'failed';
     this.landing = { at: prev?.at ?? now, slot, status, err: err ?? null, commitment };
     this.expiredAt = null; // a status outranks an expiry judged from a lagging view
-    return this.event(now, 'landed', this.withDelta({ slot, status, err: err ?? null, commitment }, slot));
+    const e = this.event(now, 'landed');
+    e.slot = slot;
+    e.status = status;
+    e.err = err ?? null;
+    e.commitment = commitment;
+    return this.withDelta(e, slot);
   }
 
   /** The blockhash aged out and no status was found after that; null when it already landed or expired. */
   expired(now: number): TraceEvent | null {
     if (this.settled) return null;
     this.expiredAt = now;
-    return this.event(now, 'expired', { blockhash: this.blockhash });
+    const e = this.event(now, 'expired');
+    e.blockhash = this.blockhash;
+    return e;
   }
 
-  private withDelta(f: Partial<TraceEvent>, slot: number): Partial<TraceEvent> {
+  private withDelta(e: TraceEvent, slot: number): TraceEvent {
     const d = this.slotDeltaOf(slot);
-    if (d !== undefined) f.slotDelta = d;
-    return f;
+    if (d !== undefined) e.slotDelta = d;
+    return e;
   }
 
-  private event(at: number, step: TraceEvent['step'], fields: Partial<TraceEvent>): TraceEvent {
+  /**
+   * The fields every event has; the step's own are assigned after, in the order encodeTraceEvent writes them
+   * (a spread of a fields object cost an object and a copy per event on the accept path).
+   */
+  private event(at: number, step: TraceEvent['step']): TraceEvent {
     return {
       id: `${this.signature}:${this.steps++}`,
       time: iso(at),
@@ -155,7 +183,6 @@ export class Trace {
       rental: this.rental,
       step,
       sinceAcceptedMs: Math.max(0, Math.round(at - this.acceptedAt)),
-      ...fields,
     };
   }
 

@@ -4,6 +4,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import bs58 from 'bs58';
 import { Keypair } from '@solana/web3.js';
+import { parseEmbeddedLimits } from '../../bus/config';
 import { EmbeddedBus } from '../../bus/embedded';
 import { rentalsFromList } from '../../bus/rental-registry';
 import { EventProducer } from '../../bus/event-producer';
@@ -41,6 +42,8 @@ const TXS = 2_000;
 const PAYERS = 64;
 const CONNECTIONS = Number(process.env.BENCH_SUBMIT_CONNECTIONS ?? 4);
 const WINDOW = Number(process.env.BENCH_SUBMIT_WINDOW ?? 32);
+/** Off/on rounds of the tracing comparison (each a phase per child); more rounds steady the ratio on a busy machine. */
+const TRACE_ROUNDS = Number(process.env.BENCH_SUBMIT_TRACE_ROUNDS ?? 2);
 const CHILD_ENV = 'MERIDIAN_SUBMIT_BENCH_CHILD';
 const TIPS_ENV = 'MERIDIAN_SUBMIT_BENCH_TIPS';
 /** `off` = the child runs with gateways.submit.traces.enabled false (the tracing-cost comparison). */
@@ -74,7 +77,11 @@ interface Stats {
 }
 
 async function serve(): Promise<void> {
-  const bus = new EmbeddedBus();
+  // With the bounds the service's embedded bus gets from its settings (bus/config.ts; BENCH_SUBMIT_BUS_BOUNDS=0:
+  // the bus's own, 200k records per partition): without them the traces-on child kept every event of the run on
+  // its heap, a growing cost no deployment has (Kafka keeps none in process; one machine bounds submit.traces).
+  const limits = parseEmbeddedLimits(undefined);
+  const bus = process.env.BENCH_SUBMIT_BUS_BOUNDS === '0' ? new EmbeddedBus() : new EmbeddedBus({ maxMessagesPerPartition: limits.maxMessagesPerPartition, maxBytesPerPartition: limits.maxBytesPerPartition, topicLimits: limits.topics });
   await bus.createTopics(defaultTopicSpecs());
   const log = createLogger({ level: 'warn' });
   const registry = new Registry();
@@ -378,7 +385,7 @@ export async function benchSubmit(): Promise<BenchResult[]> {
         };
         const offs: number[] = [];
         const ons: number[] = [];
-        for (let round = 0; round < 2; round++) {
+        for (let round = 0; round < TRACE_ROUNDS; round++) {
           offs.push(await perCore(off.child, offPorts.http));
           ons.push(await perCore(child, ports.http));
         }
