@@ -15,8 +15,8 @@ import type { SlotStatusEvent } from './slot-status';
 /** What the sink needs of a Publisher (benches measure without a bus through this). */
 export type PublishTarget = Pick<Publisher, 'offer'>;
 
-// Pipeline output → bus records. Each transaction is encoded to SubscribeResponseTransaction bytes once, here;
-// a batch's records go out in one produce (key = signatures[0], observed-at = the batch's first shred
+// Pipeline output → bus records. Each transaction is encoded to SubscribeResponseTransaction bytes once, here,
+// into its record; a batch's records are one publisher item (key = signatures[0], observed-at = the batch's first shred
 // arrival). A slot's first shred becomes one stream.slots record; each status the shreds show for a slot (its first
 // shred included) one stream.slot-status record, through the same queue so the topic keeps the derived order. Each
 // decoded entry becomes one stream.entries record (a run of ticks rides in the next entry's record), produced after the batch's transactions (their

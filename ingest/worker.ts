@@ -54,8 +54,8 @@ const OPTIONAL_TOPICS = [
 
 /**
  * `topics` without the optional topics the bus does not have (a Kafka cluster set up before they existed, with
- * createTopics off): producing to one would fail after the client's retries, and the publisher's one produce in
- * flight would hold the transactions behind each failing item.
+ * createTopics off): producing to one would fail after the client's retries, every item for it, and each failure
+ * would hold that topic's lane (ingest/publisher.ts) for the retries' time.
  */
 export async function withReadableTopics(bus: Bus, topics: IngestTopics, log: Log): Promise<IngestTopics> {
   let kept = topics;
