@@ -87,13 +87,18 @@ const END_OFFSETS_ATTEMPTS = 10;
  * kafkajs's own log lines, at warn and above only, without broker addresses (they are endpoints). Until the client
  * has reached a broker once, connection failures are not logged: the call that needed the connection fails with one
  * KafkaUnreachable naming the setting, and a dozen retry lines before it would say the same thing worse. A
- * CreateTopics answer is the caller's to judge (a topic that exists is not an error), so kafkajs's line for it goes.
+ * CreateTopics answer is the caller's to judge (a topic that exists is not an error), so kafkajs's line for it goes,
+ * as does its line for a ListOffsets answer (listOffsets() retries and reports).
  */
 function kafkajsLogCreator(log: Log, mask: Masker, connected: () => boolean): logCreator {
   return () =>
     ({ namespace, level, log: entry }: LogEntry): void => {
       if (level !== logLevel.ERROR && level !== logLevel.WARN) return;
       if (entry.message.startsWith('Response CreateTopics')) return;
+      // Nor a ListOffsets answer: the admin's go through listOffsets() below, which retries the retriable ones (a
+      // KRaft broker answers "not the leader" for a moment after a topic's creation) and throws the last; a
+      // consumer's own, when it fails for good, crashes the consumer, which the reader logs as it restarts it.
+      if (entry.message.startsWith('Response ListOffsets')) return;
       if (!connected() && (namespace === 'Connection' || namespace === 'BrokerPool') && /connect|Connection (error|timeout)/i.test(entry.message)) return;
       const fields = { kafkajs: namespace, error: typeof entry.error === 'string' ? mask(entry.error) : undefined };
       log.warn(fields, mask(entry.message));
