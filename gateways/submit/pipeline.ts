@@ -131,7 +131,7 @@ export class SubmitPipeline {
   async submit(s: Submission): Promise<Outcome> {
     if (s.preflight === undefined) return this.submitNow(s);
     const v = this.validate(s);
-    if (!v.ok) return this.finish(s.transport, v.rental, v, v.free === true ? 0 : 1);
+    if (!v.ok) return this.finish(s.transport, v.rental, v);
     const pre = await this.runPreflight(v.tx, s.preflight);
     if (pre !== null) {
       this.repeats.remember(v.rental.id, v.tx, pre.reason, pre.detail);
@@ -143,7 +143,7 @@ export class SubmitPipeline {
   /** The same pipeline without preflight, synchronously (/binary, /plaintext, UDP, QUIC). */
   submitNow(s: Submission): Outcome {
     const v = this.validate(s);
-    if (!v.ok) return this.finish(s.transport, v.rental, v, v.free === true ? 0 : 1);
+    if (!v.ok) return this.finish(s.transport, v.rental, v);
     return this.dispatch(s.transport, v);
   }
 
@@ -233,10 +233,10 @@ export class SubmitPipeline {
   }
 
   /** Counts and meters a rejection; the answer carries only reason, detail and data (not the rental). */
-  private finish(transport: Transport, rental: Rental | undefined, r: Rejected, units = 1): Outcome {
+  private finish(transport: Transport, rental: Rental | undefined, r: Rejected & { free?: true }): Outcome {
     this.metrics.count(transport, r.reason);
     const usage = rejection(r.reason).usage;
-    if (rental !== undefined && usage !== null) this.emit(transport, rental, usage, units);
+    if (rental !== undefined && usage !== null) this.emit(transport, rental, usage, r.free === true ? 0 : 1);
     const o: Rejected = { ok: false, reason: r.reason };
     if (r.detail !== undefined) o.detail = r.detail;
     if (r.data !== undefined) o.data = r.data;
