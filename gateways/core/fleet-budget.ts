@@ -59,6 +59,8 @@ export class FleetBudget implements RentalBudget {
   private readonly peers = new Map<string, number>();
   private readonly echoTimeoutMs: number;
   private readonly settleMs: number;
+  /** Whether any other instance was ever heard from (a fleet member, even if alone now). */
+  private heardPeer = false;
 
   constructor(private readonly o: FleetBudgetOptions) {
     this.local = new SlidingWindows(o.windowMs);
@@ -75,6 +77,15 @@ export class FleetBudget implements RentalBudget {
       else this.peers.delete(id);
     }
     return n;
+  }
+
+  /**
+   * Whether this instance has been part of a fleet: another instance was heard from since it started. Alone now
+   * (the peers expired: the bus is down, or they stopped) it still holds the window, so that a fleet whose exchange
+   * stops admits at most N × the budget in any window, not N token-bucket bursts on top of it.
+   */
+  hasPeered(): boolean {
+    return this.heardPeer;
   }
 
   /** The fleet's spend in the window as this instance sees it (L + R). */
@@ -121,6 +132,7 @@ export class FleetBudget implements RentalBudget {
 
   /** Another instance's report, made at `atMs` (its clock). */
   peerReport(instance: string, spent: Readonly<Record<string, number>>, atMs: number, nowMs: number): void {
+    this.heardPeer = true;
     const seen = this.peers.get(instance);
     if (seen === undefined || atMs > seen) this.peers.set(instance, Math.min(atMs, nowMs));
     for (const [rental, units] of Object.entries(spent)) if (units > 0) this.remote.get(rental).takeAt(units, atMs, nowMs);

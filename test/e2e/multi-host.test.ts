@@ -571,7 +571,8 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     assert.ok(afterKill >= BUDGET * 0.5, `the surviving gateway admitted ${afterKill} of ${BUDGET} in the window from ${RETURN_MS} ms after the kill`);
     const peakTps = maxWindow(subLog, t0, t1, 1000);
     // README: at most B + (N − 1) × p_max + ε in a window while the exchange runs, and up to N × the rental while
-    // it does not (a leader change of fleet.usage during the broker stop): 11–19 metered at 10 TPS over the runs.
+    // it does not (a leader change of fleet.usage during the broker stop): 11–19 metered at 10 TPS over the runs, and
+    // 23 once, before an instance alone again kept the fleet's 1 s count (its bucket's saved burst came on top).
     assert.ok(meteredTps <= TPS * 2, `${meteredTps} submissions metered in a 1 s window; rental ${TPS} TPS (by send time ${peakTps})`);
     const subOk = subLog.filter((s) => s.ok).length;
     // Printed; asserted is only that the fleet does not starve the rental (on the loaded machine the offered rate

@@ -32,6 +32,28 @@ describe('submission: fleet-wide TPS', function () {
     );
   });
 
+  it('alone again after being in a fleet (peers silent: the bus down), one instance admits at most the rental in any second', () => {
+    const tps = 10;
+    let t = 0;
+    const wall0 = 1_700_000_000_000;
+    const budget = new FleetBudget({ windowMs: FLEET_TPS_WINDOW_MS, memberExpiryMs: 1_000 });
+    const limiter = new RateLimiter(100, () => t, budget, () => wall0 + t);
+    const admitted: number[] = [];
+    // 0–3 s: a peer spends the whole rental (1 every 100 ms) and this instance, offered 100/s, gets nothing, so
+    // its bucket stays full. From 3 s the peer is silent; from ~4 s it has expired and this instance is alone.
+    for (; t < 6_000; t += 10) {
+      if (t < 3_000 && t % 100 === 0) budget.peerReport('peer', { r: 1 }, wall0 + t, wall0 + t);
+      if (limiter.take('r', tps)) admitted.push(t);
+    }
+    const held = admitted.filter((a) => a >= 1_000 && a < 3_000).length;
+    assert.ok(held <= 1, `admitted ${held} while the peer's reports filled the window`);
+    let peak = 0;
+    for (let s = 1_000; s + 1_000 <= 6_000; s += 10) peak = Math.max(peak, admitted.filter((a) => a >= s && a < s + 1_000).length);
+    // The bucket alone would admit its saved burst (10) plus a second's refill (10) in the second after the expiry.
+    assert.ok(peak <= tps, `${peak} admitted in one second at ${tps} TPS`);
+    assert.ok(admitted.filter((a) => a >= 5_000).length >= tps * 0.9, 'still the rental per second once alone');
+  });
+
   it(`three instances on a real broker, round-robin at 3× the rental: at most ${TPS}·1.1 + 2 in any second`, async () => {
     const brokers = await kafkaBrokers();
     const topic = `fleet.usage.submit-test-${process.pid}-${Date.now()}`;
