@@ -35,6 +35,11 @@ function rec(key: string | null, value: string | null, headers?: Record<string, 
   return { key: key === null ? null : Buffer.from(key), value: value === null ? null : Buffer.from(value), headers };
 }
 
+/** Where each message came from, for a count that is off: a repeated offset is the reader's, a new one the producer's. */
+function where(ms: BusMessage[]): string {
+  return ms.map((m) => `${m.partition}:${m.offset}=${m.value?.toString('utf8') ?? '<null>'}`).join(' ');
+}
+
 function byPartition(ms: BusMessage[]): Map<number, string[]> {
   const out = new Map<number, string[]>();
   for (const m of ms) out.set(m.partition, [...(out.get(m.partition) ?? []), m.value?.toString('utf8') ?? '<null>']);
@@ -92,7 +97,7 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       await consume({ topics: [t], from: 'beginning', onBatch: got.onBatch });
       await waitFor(() => got.messages.length >= keys.length * rounds, WAIT_MS, 'all keyed messages');
 
-      assert.equal(got.messages.length, keys.length * rounds);
+      assert.equal(got.messages.length, keys.length * rounds, where(got.messages));
       const expected = keys.map((k) => Array.from({ length: rounds }, (_, r) => `${k}:${r}`));
       assert.deepEqual(keys.map((k) => valuesOfKey(got.messages, k)), expected);
       const partitionsOfKey = keys.map((k) => new Set(got.messages.filter((m) => m.key?.toString() === k).map((m) => m.partition)).size);
@@ -117,7 +122,7 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       await consume({ topics: [t], from: 'beginning', onBatch: got.onBatch });
       await waitFor(() => got.messages.length >= 3, WAIT_MS, 'three messages');
 
-      assert.equal(got.messages.length, 3);
+      assert.equal(got.messages.length, 3, where(got.messages));
       const bin = got.messages.find((m) => m.key?.toString() === 'k-bin');
       const tomb = got.messages.find((m) => m.key?.toString() === 'k-tomb');
       const noKey = got.messages.find((m) => m.key === null);
@@ -163,9 +168,9 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       await bus.produce(t, Array.from({ length: 4 }, (_, i) => rec(`k${i}`, `new-${i}`)));
       await waitFor(() => all.messages.length >= 10 && fresh.messages.length >= 4, WAIT_MS, 'new messages at both readers');
 
-      assert.equal(all.messages.length, 10);
+      assert.equal(all.messages.length, 10, where(all.messages));
       assert.deepEqual(all.values().sort(), [...before.map((r) => r.value!.toString()), 'new-0', 'new-1', 'new-2', 'new-3'].sort());
-      assert.equal(fresh.messages.length, 4);
+      assert.equal(fresh.messages.length, 4, where(fresh.messages));
       assert.deepEqual(fresh.values().sort(), ['new-0', 'new-1', 'new-2', 'new-3']);
     });
 
@@ -181,8 +186,8 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       }
       await waitFor(() => a.messages.length >= 40 && b.messages.length >= 40, WAIT_MS, 'both readers');
 
-      assert.equal(a.messages.length, 40);
-      assert.equal(b.messages.length, 40);
+      assert.equal(a.messages.length, 40, where(a.messages));
+      assert.equal(b.messages.length, 40, where(b.messages));
       assert.deepEqual(byPartition(a.messages), byPartition(b.messages));
       const expected = keys.map((k) => Array.from({ length: 10 }, (_, i) => `${k}:${i}`));
       assert.deepEqual(keys.map((k) => valuesOfKey(a.messages, k)), expected);
@@ -266,7 +271,7 @@ export function runBusContract(name: string, make: () => Promise<{ bus: Bus; cle
       await consume({ topics: [t], from: 'beginning', onBatch: got.onBatch });
       await waitFor(() => got.messages.length >= 9, WAIT_MS, 'nine messages');
 
-      assert.equal(got.messages.length, 9);
+      assert.equal(got.messages.length, 9, where(got.messages));
       const counts = new Map([0, 1, 2].map((p) => [p, String(got.messages.filter((m) => m.partition === p).length)]));
       assert.deepEqual(await bus.endOffsets(t), counts);
     });

@@ -138,6 +138,25 @@ describe('KafkaBus', function () {
     assert.deepEqual([...new Set(calls.flat())].sort(), ['v0', 'v1', 'v2']);
   });
 
+  it('an independent reader redelivers a batch whose handler failed', async () => {
+    const t = await topic('redeliver-independent', 1);
+    const calls: string[][] = [];
+    open.push(
+      await consumeReady({
+        topics: [t],
+        from: 'beginning',
+        onBatch: (batch) => {
+          calls.push(batch.map((m) => m.value!.toString()));
+          if (calls.length === 1) throw new Error('handler failure');
+        },
+      }),
+    );
+    await bus.produce(t, [0, 1, 2].map((i) => ({ key: null, value: Buffer.from(`v${i}`) })));
+    await waitFor(() => calls.length >= 2 && calls.slice(1).flat().includes('v2'), 60_000, 'the redelivery');
+    assert.deepEqual(calls[0], ['v0', 'v1', 'v2']);
+    assert.deepEqual(calls.slice(1).flat(), ['v0', 'v1', 'v2']);
+  });
+
   it('creates topics idempotently with compaction, retention and append-time settings', async () => {
     const plain = uniqueName('kafka-plain');
     const compacted = uniqueName('kafka-compacted');
