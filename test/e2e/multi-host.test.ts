@@ -560,15 +560,21 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     assert.deepEqual(subUnexpected, [], 'every submission answer is 200 with the signature or 429');
     const peakRpc = maxWindow(rpcLog, t0, t1, WINDOW_MS);
     assert.ok(meteredRpc <= BUDGET * BOUND, `${meteredRpc} RPS units metered in a 10 s window; bound ${BUDGET * BOUND}`);
-    const afterKill = admittedIn(rpcLog, gatewayKilledAt + RETURN_MS, gatewayKilledAt + RETURN_MS + WINDOW_MS);
+    // What the survivor's limiter admitted, as metered (usage events): an admitted call its upstream then failed
+    // (503 -32099: the fake node in this process missing a health probe on the loaded machine) spent the rental
+    // as much as a 200 did. By the client's 200s alone a CI run counted 66 of 200 while answers went 503.
+    const meteredIn = (surface: string, from: number, to: number): number => metered.filter((m) => m.surface === surface && m.at >= from && m.at < to).reduce((n, m) => n + m.units, 0);
+    const afterKill = meteredIn('rpc', gatewayKilledAt + RETURN_MS, gatewayKilledAt + RETURN_MS + WINDOW_MS);
     assert.ok(gatewayKilledAt + RETURN_MS + WINDOW_MS <= t1, 'the run covers the window after the kill');
     const perSecond: number[] = [];
     for (let x = gatewayKilledAt - 5_000; x + 1000 <= t1; x += 1000) perSecond.push(admittedIn(rpcLog, x, x + 1000));
-    process.stdout.write(`      RPS units admitted per second from 5 s before the gateway kill: ${perSecond.join(' ')}\n`);
+    const meteredPerSecond: number[] = [];
+    for (let x = gatewayKilledAt - 5_000; x + 1000 <= t1; x += 1000) meteredPerSecond.push(meteredIn('rpc', x, x + 1000));
+    process.stdout.write(`      RPS units answered 200 per second from 5 s before the gateway kill: ${perSecond.join(' ')}; metered: ${meteredPerSecond.join(' ')}\n`);
     // Held at 3 → 2 instances by test/gateways/rpc/fleet-limits.test.ts (≥ 0.9 of the rental from 2 s after the kill).
     // Here (2 → 1, under faults, on the loaded machine) the survivor measured 114 of 200 in that window in one run:
     // asserted is that it keeps admitting at least half the rental; the figure is printed.
-    assert.ok(afterKill >= BUDGET * 0.5, `the surviving gateway admitted ${afterKill} of ${BUDGET} in the window from ${RETURN_MS} ms after the kill`);
+    assert.ok(afterKill >= BUDGET * 0.5, `the surviving gateway metered ${afterKill} of ${BUDGET} units in the window from ${RETURN_MS} ms after the kill`);
     const peakTps = maxWindow(subLog, t0, t1, 1000);
     // README: at most B + (N − 1) × p_max + ε in a window while the exchange runs, and up to N × the rental while
     // it does not (a leader change of fleet.usage during the broker stop): 11–19 metered at 10 TPS over the runs, and
