@@ -5,6 +5,7 @@ import { encodeEntryRecord, entryKey, type EntryTick, type EntryTx } from '../bu
 import { encodeSlotRecord, slotKey } from '../bus/topics/stream-slots';
 import { BLOCK_REF_HEADER } from '../bus/topics/block-ref';
 import { allocTxRecord, PUBKEY_SZ, SIGNATURE_SZ, TX_RECORD_HEADER_SZ } from '../bus/topics/stream-transactions';
+import { encodeFactsHeader, FACTS_HEADER } from '../bus/topics/stream-transactions-facts';
 import { encodeLookupsHeader, LOOKUPS_HEADER } from '../bus/topics/stream-transactions-lookups';
 import { encodeTransactionInto, transactionSize } from '../proto/wire';
 import { SlotEntryIndex, type Placement } from './entry/slot-entry-index';
@@ -40,28 +41,34 @@ export const DEFAULT_TOPICS: IngestTopics = {
   entries: TOPIC.streamEntries,
 };
 
-/** The headers of a transaction without lookups (most of them): one object for all, never written to. */
-const NO_LOOKUPS: Record<string, Buffer> = Object.freeze({ [LOOKUPS_HEADER]: encodeLookupsHeader([]) });
+/** The lookups header of a transaction without lookups (most of them): one value for all, never written to. */
+const NO_LOOKUPS = encodeLookupsHeader([]);
 
-/** The stream.transactions records of one batch, in transaction order, each with its lookups header (the
- *  fanout matches loaded addresses from it without reading the message: stream-transactions-lookups.ts). */
+/** Where encodeTransactionInto writes what the facts header needs (module scratch; grows for a long message). */
+let positions = new Int32Array(65);
+
+/**
+ * The stream.transactions records of one batch, in transaction order, each with its lookups header (the fanout
+ * matches loaded addresses from it without reading the message: stream-transactions-lookups.ts) and its facts
+ * header (what the v2 filters on instructions, roles, signatures and votes need: stream-transactions-facts.ts).
+ */
 export function batchRecords(out: BatchOutput): ProduceRecord[] {
   const records = new Array<ProduceRecord>(out.txs.length);
   const observedAtMs = out.batch.firstSeenMs;
-  // Every record of the batch names its block (block-ref.ts) beside its own lookups; most have none, and share one
-  // headers object per batch.
-  const blockHeader = out.block === undefined ? undefined : { [BLOCK_REF_HEADER]: out.block };
-  const noLookups = blockHeader === undefined ? NO_LOOKUPS : { ...blockHeader, ...NO_LOOKUPS };
+  const block = out.block;
   for (let i = 0; i < out.txs.length; i++) {
     const d = out.txs[i]!;
-    const size = transactionSize(d.tx);
-    const value = allocTxRecord(d.tx.slot, observedAtMs, d.staticKeys, size);
-    encodeTransactionInto(value, TX_RECORD_HEADER_SZ + d.staticKeys.length, d.tx, size);
-    records[i] = {
-      key: d.tx.signatures[0]!,
-      value,
-      headers: d.tx.addressTableLookups.length === 0 ? noLookups : { ...blockHeader, [LOOKUPS_HEADER]: encodeLookupsHeader(d.tx.addressTableLookups) },
-    };
+    const tx = d.tx;
+    const size = transactionSize(tx);
+    const value = allocTxRecord(tx.slot, observedAtMs, d.staticKeys, size);
+    if (positions.length < 1 + tx.instructions.length) positions = new Int32Array(1 + tx.instructions.length);
+    encodeTransactionInto(value, TX_RECORD_HEADER_SZ + d.staticKeys.length, tx, size, positions);
+    const lookups = tx.addressTableLookups.length === 0 ? NO_LOOKUPS : encodeLookupsHeader(tx.addressTableLookups);
+    const facts = encodeFactsHeader(tx, positions);
+    // Every record of the batch names its block (block-ref.ts) beside its own lookups and facts.
+    const headers: Record<string, Buffer> = block === undefined ? { [LOOKUPS_HEADER]: lookups } : { [BLOCK_REF_HEADER]: block, [LOOKUPS_HEADER]: lookups };
+    if (facts !== null) headers[FACTS_HEADER] = facts;
+    records[i] = { key: tx.signatures[0]!, value, headers };
   }
   return records;
 }

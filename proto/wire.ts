@@ -202,9 +202,11 @@ export function encodeTransaction(tx: TxFields): Buffer {
 /**
  * encodeTransaction's bytes written at `at` in `buf` (`size` = transactionSize(tx), which the caller has already
  * made room for): ingest writes the message straight into its stream.transactions record, one allocation and no
- * copy per transaction.
+ * copy per transaction. `positions`, when given (at least 1 + instructions long), receives where things were
+ * written, relative to `at`: [0] the first signature's bytes when it is 64 bytes long (else -1), [1 + i]
+ * instruction i's data (an empty data field writes nothing: the instruction's end) — the record's `facts` header.
  */
-export function encodeTransactionInto(buf: Buffer, at: number, tx: TxFields, size: number): void {
+export function encodeTransactionInto(buf: Buffer, at: number, tx: TxFields, size: number, positions?: Int32Array): void {
   checkU64(tx.slot, 'slot');
   let o = at;
   if (tx.slot !== 0n) {
@@ -215,14 +217,18 @@ export function encodeTransactionInto(buf: Buffer, at: number, tx: TxFields, siz
   o = writeU32Field(buf, o, TX_NUM_RO_SIGNED_TAG, tx.numReadonlySignedAccounts);
   o = writeU32Field(buf, o, TX_NUM_RO_UNSIGNED_TAG, tx.numReadonlyUnsignedAccounts);
   o = writeOptBytesField(buf, o, TX_BLOCKHASH_TAG, tx.recentBlockhash);
+  if (positions !== undefined) positions[0] = tx.signatures.length > 0 && tx.signatures[0]!.length === 64 ? o - at + 2 : -1; // tag, length 64
   for (const s of tx.signatures) o = writeBytesField(buf, o, TX_SIGNATURE_TAG, s);
   for (const k of tx.accountKeys) o = writeBytesField(buf, o, TX_ACCOUNT_KEY_TAG, k);
-  for (const ix of tx.instructions) {
+  const ixs = tx.instructions;
+  for (let i = 0; i < ixs.length; i++) {
+    const ix = ixs[i]!;
     buf[o++] = TX_INSTRUCTION_TAG;
     o = writeVarint(buf, o, instructionSize(ix));
     o = writeU32Field(buf, o, IX_PROGRAM_ID_TAG, ix.programIdIndex);
     o = writeOptBytesField(buf, o, IX_ACCOUNTS_TAG, ix.accounts);
     o = writeOptBytesField(buf, o, IX_DATA_TAG, ix.data);
+    if (positions !== undefined) positions[1 + i] = o - at - ix.data.length;
   }
   for (const l of tx.addressTableLookups) {
     buf[o++] = TX_LOOKUP_TAG;

@@ -13,6 +13,8 @@
 //   headers (Kafka record headers; the value above is the same with or without them):
 //   lookups  the transaction's address-table lookups, as stream-transactions-lookups.ts lays out (set by ingest
 //            on every record since it was added; a record without it has them in the message only)
+//   facts    its header counts, signature and instruction positions in the message, as stream-transactions-facts.ts
+//            lays out (set by ingest since it was added; a record without it has them in the message only)
 
 import type { BlockRef } from './block-ref';
 
@@ -27,6 +29,7 @@ export const TX_RECORD_HEADER_SZ = 20;
 export const PUBKEY_SZ = 32;
 export const SIGNATURE_SZ = 64;
 
+import { factsHeaderOf } from './stream-transactions-facts';
 import { lookupsHeaderOf } from './stream-transactions-lookups';
 
 export interface TxRecord {
@@ -42,10 +45,13 @@ export interface TxRecord {
   /** The `lookups` header's value (stream-transactions-lookups.ts), or null when the record has none this reader
    *  knows: its lookups are then read from `message`. Not part of the value (encodeTxRecord ignores it). */
   lookups: Buffer | null;
+  /** The `facts` header's value (stream-transactions-facts.ts), or null / absent when the record has none this
+   *  reader knows: what the v2 filters beyond account lists need is then read from `message`. Not in the value. */
+  facts?: Buffer | null;
 }
 
 /** What encodeTxRecord writes into the value. */
-export type TxRecordValue = Omit<TxRecord, 'lookups'>;
+export type TxRecordValue = Omit<TxRecord, 'lookups' | 'facts'>;
 
 export function encodeTxRecord(r: TxRecordValue): Buffer {
   const out = allocTxRecord(r.slot, r.observedAtMs, r.accountKeys, r.message.length);
@@ -74,7 +80,7 @@ export function allocTxRecord(slot: bigint, observedAtMs: number, accountKeys: B
 export type TxRecordDecode = { ok: true; record: TxRecord } | { ok: false; reason: string };
 
 /** Views into `value`, no copies. Checks every length against the bytes present. `headers`: the record's, when
- *  the caller has them (the lookups header is taken from them). */
+ *  the caller has them (the lookups and facts headers are taken from them). */
 export function decodeTxRecord(value: Buffer, headers?: Readonly<Record<string, Buffer>>): TxRecordDecode {
   if (value.length < TX_RECORD_HEADER_SZ) return { ok: false, reason: 'short header' };
   if (value[VERSION_OFF] !== TX_RECORD_VERSION) return { ok: false, reason: `unknown version ${value[VERSION_OFF]}` };
@@ -89,6 +95,7 @@ export function decodeTxRecord(value: Buffer, headers?: Readonly<Record<string, 
       accountKeys: value.subarray(TX_RECORD_HEADER_SZ, keysEnd),
       message: value.subarray(keysEnd),
       lookups: lookupsHeaderOf(headers),
+      facts: factsHeaderOf(headers),
     },
   };
 }

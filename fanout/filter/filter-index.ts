@@ -329,6 +329,8 @@ export class FilterIndex<S> {
   private pending = false;
   private pendingKeys: Uint8Array = EMPTY_BYTES;
   private pendingMessage: Uint8Array = EMPTY_BYTES;
+  /** The record's `facts` header (bus/topics/stream-transactions-facts.ts), or null: the message is read. */
+  private pendingFacts: Uint8Array | null = null;
   /** The current match call took a prepared record, and whether its facts are read yet (`txFacts`). */
   private hasRecord = false;
   private factsRead = false;
@@ -342,9 +344,10 @@ export class FilterIndex<S> {
    * need of it: the next match call takes it, and reads the message (TxFacts) only when such a filter is reached —
    * a key with role chains, a program some instruction filter names, a signature filter, or a match-all filter
    * with such parts. A record no such filter can reach is not read at all. Costs nothing while no filter has such
-   * parts.
+   * parts. `facts`: the record's facts header when it has one (then the message is walked only if the header does
+   * not fit it).
    */
-  prepare(keys: Uint8Array, message: Uint8Array): void {
+  prepare(keys: Uint8Array, message: Uint8Array, facts: Uint8Array | null = null): void {
     if (this.extraEntries === 0) {
       this.pending = false;
       return;
@@ -352,6 +355,7 @@ export class FilterIndex<S> {
     this.pending = true;
     this.pendingKeys = keys;
     this.pendingMessage = message;
+    this.pendingFacts = facts;
   }
 
   /** Called once by each match call: whether it has a prepared record (then `facts()` may be called). */
@@ -369,7 +373,8 @@ export class FilterIndex<S> {
     const t = this.txFacts;
     if (!this.factsRead) {
       this.factsRead = true;
-      t.read(this.pendingKeys, this.pendingKeys.length, this.pendingMessage);
+      const h = this.pendingFacts;
+      if (h === null || !t.fromHeader(this.pendingKeys, this.pendingKeys.length, this.pendingMessage, h)) t.read(this.pendingKeys, this.pendingKeys.length, this.pendingMessage);
     }
     return t.bad ? null : t;
   }

@@ -1,4 +1,8 @@
 import bs58 from 'bs58';
+import {
+  FACTS_FLAG_LEGACY, FACTS_FLAGS_OFF, FACTS_HEAD_SZ, FACTS_IX_COUNT_OFF, FACTS_IX_SZ, FACTS_NO_SIGNATURE, FACTS_NUM_REQUIRED_OFF,
+  FACTS_RO_SIGNED_OFF, FACTS_RO_UNSIGNED_OFF, FACTS_SIG_COUNT_OFF, FACTS_SIG_OFF,
+} from '../../bus/topics/stream-transactions-facts';
 import { equal32 } from './key32';
 
 // What the v2 filters beyond account lists (instructions, roles, signature, vote) need to know about one
@@ -13,6 +17,8 @@ import { equal32 } from './key32';
 // signer when i < S; writable when i < S − ROS (signed) or S ≤ i < N − ROU (unsigned). Loaded addresses: the first
 // `loadedWritable` of the loaded block (the chain's load order: writable indexes of every lookup, then readonly).
 // Nothing here allocates per transaction: the instruction arrays are reused and grow for a large message only.
+// A record ingest produced carries the same facts in its `facts` header (bus/topics/stream-transactions-facts.ts):
+// fromHeader takes them from there in O(instructions), without walking the message.
 
 /** The Vote program (solana-sdk-ids vote::ID). */
 export const VOTE_PROGRAM = Buffer.from(bs58.decode('Vote111111111111111111111111111111111111111'));
@@ -161,6 +167,50 @@ export class TxFacts {
     this.legacy = legacy;
     this.bad = bad;
     return this;
+  }
+
+  /**
+   * The same facts from a record's `facts` header (factsHeaderOf has checked its VERSION and length), checked
+   * against `message`: false — nothing set that a caller may use — when an offset or length falls outside it, and
+   * the caller reads the message instead.
+   */
+  fromHeader(keys: Uint8Array, keysLength: number, message: Uint8Array, h: Uint8Array): boolean {
+    const end = message.length;
+    const n = h[FACTS_IX_COUNT_OFF]! | (h[FACTS_IX_COUNT_OFF + 1]! << 8);
+    if (h.length !== FACTS_HEAD_SZ + n * FACTS_IX_SZ) return false;
+    const sig = h[FACTS_SIG_OFF]! | (h[FACTS_SIG_OFF + 1]! << 8);
+    if (sig !== FACTS_NO_SIGNATURE && sig + 64 > end) return false;
+    if (n > this.ixProgram.length) {
+      let m = this.ixProgram.length;
+      while (m < n) m *= 2;
+      this.ixProgram = new Int32Array(m);
+      this.ixDataOff = new Int32Array(m);
+      this.ixDataLen = new Int32Array(m);
+    }
+    const prog = this.ixProgram;
+    const off = this.ixDataOff;
+    const len = this.ixDataLen;
+    for (let i = 0, o = FACTS_HEAD_SZ; i < n; i++, o += FACTS_IX_SZ) {
+      const at = h[o + 1]! | (h[o + 2]! << 8);
+      const l = h[o + 3]! | (h[o + 4]! << 8);
+      if (at + l > end) return false;
+      prog[i] = h[o]!;
+      off[i] = at;
+      len[i] = l;
+    }
+    this.message = message;
+    this.keys = keys;
+    this.keyCount = keysLength >>> 5;
+    this.ixCount = n;
+    this.loadedWritable = 0;
+    this.numRequiredSignatures = h[FACTS_NUM_REQUIRED_OFF]!;
+    this.numReadonlySigned = h[FACTS_RO_SIGNED_OFF]!;
+    this.numReadonlyUnsigned = h[FACTS_RO_UNSIGNED_OFF]!;
+    this.signatureOff = sig === FACTS_NO_SIGNATURE ? -1 : sig;
+    this.signatureCount = h[FACTS_SIG_COUNT_OFF]!;
+    this.legacy = (h[FACTS_FLAGS_OFF]! & FACTS_FLAG_LEGACY) !== 0;
+    this.bad = false;
+    return true;
   }
 
   /** One CompiledInstruction in b[start, end): 1 program_id_index varint, 3 data bytes (the last of each wins). */

@@ -18,7 +18,7 @@ import { copyIndexes, usableAt } from './table-resolver';
 // `src` names for the rest of the call.
 
 /** What the match needs of a record. */
-export type RecordKeys = Pick<TxRecord, 'accountKeys' | 'message' | 'lookups' | 'slot'>;
+export type RecordKeys = Pick<TxRecord, 'accountKeys' | 'message' | 'lookups' | 'slot' | 'facts'>;
 
 if ((HEADER_LOOKUP_INTS as number) !== LOOKUP_INTS) throw new Error('the two lookup scans must share one layout');
 
@@ -102,7 +102,7 @@ export class MatchKeys {
     if (k === UNKNOWN) return null;
     const n = this.hitIds(hits, k);
     // v2 filters on instructions, roles, signatures, votes read the record (filter-index.ts prepare).
-    index.prepare(r.accountKeys, r.message);
+    index.prepare(r.accountKeys, r.message, r.facts ?? null);
     return index.matchSplitIds(r.accountKeys, r.accountKeys.length, this.ids, n, this.writableIds);
   }
 

@@ -31,7 +31,7 @@ export interface RawMatch {
  * unresolved.
  */
 export function matchTx<S extends MatchTarget>(index: FilterIndex<S>, resolver: LoadedAddressResolver, r: TxRecord, lookups: readonly TableLookup[] | null, loaded: LoadedAddresses | null, flagged: boolean): { matches: Match<S>[]; loaded: LoadedAddresses | null } {
-  index.prepare(r.accountKeys, r.message); // filters on instructions, roles, signatures, votes (filter-index.ts)
+  index.prepare(r.accountKeys, r.message, r.facts ?? null); // filters on instructions, roles, signatures, votes (filter-index.ts)
   if (!flagged) return { matches: index.match(r.accountKeys), loaded: null };
   lookups ??= recordLookups(r);
   if (lookups === null || lookups.length === 0) return { matches: index.match(r.accountKeys), loaded: null };

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import bs58 from 'bs58';
 import { decodeSlotRecord } from '../../bus/topics/stream-slots';
 import { decodeTxRecord } from '../../bus/topics/stream-transactions';
+import { factsHeaderOf } from '../../bus/topics/stream-transactions-facts';
 import { decodeLookupsHeader, lookupsHeaderOf } from '../../bus/topics/stream-transactions-lookups';
+import { TxFacts } from '../../fanout/filter/tx-facts';
 import { SubscribeResponseTransaction } from '../../proto/gen/arpc_pb';
 import { DEMO, loadGolden, toGoldenTx, TURBINE, type GoldenBatch, type GoldenTx } from './support/golden';
 import { runCapture, TEST_TOPICS, type CaptureRun } from './support/run-capture';
@@ -35,6 +37,10 @@ function recordToGolden(value: Buffer): { tx: Omit<GoldenTx, 'wire_len' | 'versi
       versioned: m.hasVersioned() ? m.getVersioned()!.getValue() : undefined,
     },
   };
+}
+
+function factsOf(t: TxFacts): unknown {
+  return { nReq: t.numRequiredSignatures, roS: t.numReadonlySigned, roU: t.numReadonlyUnsigned, sigOff: t.signatureOff, sigCount: t.signatureCount, legacy: t.legacy, bad: t.bad, ix: Array.from({ length: t.ixCount }, (_v, i) => [t.ixProgram[i], t.ixDataOff[i], t.ixDataLen[i]]) };
 }
 
 function checkBatches(run: CaptureRun, golden: GoldenBatch[]): void {
@@ -83,6 +89,15 @@ function checkPublished(run: CaptureRun, golden: GoldenBatch[]): void {
         'lookups header = the message\'s lookups',
       );
       withLookups += g.tx.alt_lookups.length > 0 ? 1 : 0;
+      // The facts header says what the fanout would read of the message (fanout/filter/tx-facts.ts).
+      const facts = factsHeaderOf(rec.headers);
+      assert.ok(facts !== null, 'every record has the facts header');
+      const d = decodeTxRecord(rec.value!, rec.headers);
+      assert.ok(d.ok && d.record.facts === facts);
+      const fromHeader = new TxFacts();
+      assert.equal(fromHeader.fromHeader(d.record.accountKeys, d.record.accountKeys.length, d.record.message, facts), true);
+      const read = new TxFacts().read(d.record.accountKeys, d.record.accountKeys.length, d.record.message);
+      assert.deepEqual(factsOf(fromHeader), factsOf(read), 'facts header = what the message says');
       return g.tx;
     });
     assert.ok(got.length > 0);

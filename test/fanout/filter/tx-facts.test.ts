@@ -6,7 +6,8 @@ import { FilterIndex } from '../../../fanout/filter/filter-index';
 import { TxFacts } from '../../../fanout/filter/tx-facts';
 import { FieldWalker } from '../../../proto/tx-message-reader';
 import type { TxFields } from '../../../proto/tx-fields';
-import { encodeTransaction } from '../../../proto/wire';
+import { encodeFactsHeader, factsHeaderOf, FACTS_HEADER } from '../../../bus/topics/stream-transactions-facts';
+import { encodeTransaction, encodeTransactionInto, transactionSize } from '../../../proto/wire';
 import { fixtureTxs } from '../support';
 
 // TxFacts.read walks a record's message with its varints written out (it runs per matched record); what it reads
@@ -112,5 +113,107 @@ describe('TxFacts.read (= FieldWalker)', () => {
     const ok = Buffer.concat([encodeTransaction(fields), Buffer.from([0x42, 5, 0x08, 0x01, 0x1a, 0x01, 0x07])]);
     index.prepare(keys, ok);
     assert.equal(index.match(keys).length, 1);
+  });
+});
+
+/** What ingest writes (ingest/publish-sink.ts): the message, and the facts header from where it wrote things. */
+function encodeWithFacts(tx: TxFields): { message: Buffer; header: Buffer | null } {
+  const size = transactionSize(tx);
+  const message = Buffer.alloc(size);
+  const positions = new Int32Array(1 + tx.instructions.length);
+  encodeTransactionInto(message, 0, tx, size, positions);
+  return { message, header: encodeFactsHeader(tx, positions) };
+}
+
+const bytes = (maxLength: number): fc.Arbitrary<Buffer> => fc.oneof(fc.constant(Buffer.alloc(0)), fc.uint8Array({ maxLength }).map((a) => Buffer.from(a)));
+const count = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 0xffffffff }));
+const txArb: fc.Arbitrary<TxFields> = fc
+  .record({
+    numRequiredSignatures: count,
+    numReadonlySignedAccounts: count,
+    numReadonlyUnsignedAccounts: count,
+    signatures: fc.array(fc.oneof(fc.uint8Array({ minLength: 64, maxLength: 64 }).map((a) => Buffer.from(a)), bytes(70)), { maxLength: 3 }),
+    keyCount: fc.integer({ min: 0, max: 6 }),
+    instructions: fc.array(fc.record({ programIdIndex: fc.oneof(fc.integer({ min: 0, max: 7 }), count), accounts: bytes(8), data: bytes(300) }), { maxLength: 5 }),
+    versioned: fc.constantFrom(undefined, true, false),
+  })
+  .map((t) => ({
+    slot: 7n,
+    numRequiredSignatures: t.numRequiredSignatures,
+    numReadonlySignedAccounts: t.numReadonlySignedAccounts,
+    numReadonlyUnsignedAccounts: t.numReadonlyUnsignedAccounts,
+    recentBlockhash: Buffer.alloc(32, 9),
+    signatures: t.signatures,
+    accountKeys: Array.from({ length: t.keyCount }, (_v, i) => Buffer.alloc(32, i + 1)),
+    instructions: t.instructions.map((i) => ({ ...i })),
+    addressTableLookups: [],
+    versioned: t.versioned,
+  }));
+
+describe('TxFacts.fromHeader (the record\'s facts header, written by ingest) = TxFacts.read', () => {
+  const t = new TxFacts();
+  const h = new TxFacts();
+
+  it('the fixture transactions: the same facts without walking the message', () => {
+    const txs = fixtureTxs();
+    assert.ok(txs.length > 3);
+    for (const f of txs) {
+      const keys = Buffer.concat(f.fields.accountKeys);
+      const { message, header } = encodeWithFacts(f.fields);
+      assert.ok(message.equals(encodeTransaction(f.fields)), `${f.name}: the positions change nothing of the bytes`);
+      assert.ok(header !== null && factsHeaderOf({ [FACTS_HEADER]: header }) === header, `${f.name}: a header`);
+      assert.equal(h.fromHeader(keys, keys.length, message, header), true);
+      assert.deepEqual(facts(h), facts(t.read(keys, keys.length, message)), f.name);
+    }
+  });
+
+  it('random transactions: the same facts whenever ingest writes the header; none only when a figure does not fit (property)', () => {
+    fc.assert(
+      fc.property(txArb, (tx) => {
+        const keys = Buffer.concat(tx.accountKeys);
+        const { message, header } = encodeWithFacts(tx);
+        const fits = [tx.numRequiredSignatures, tx.numReadonlySignedAccounts, tx.numReadonlyUnsignedAccounts, ...tx.instructions.map((i) => i.programIdIndex)].every((v) => v <= 255);
+        assert.equal(header !== null, fits);
+        if (header === null) return;
+        assert.equal(h.fromHeader(keys, keys.length, message, header), true);
+        assert.deepEqual(facts(h), facts(t.read(keys, keys.length, message)));
+      }),
+      { numRuns: 2000, seed: 38 },
+    );
+  });
+
+  it('a header that does not fit its message is not believed, and the index reads the message instead', () => {
+    const f = fixtureTxs().find((x) => x.fields.instructions.some((i) => i.data.length > 0))!;
+    const keys = Buffer.concat(f.fields.accountKeys);
+    const { message, header } = encodeWithFacts(f.fields);
+    assert.ok(header !== null);
+    // Every instruction's data and the signature lie within the message; cut it inside the last data and they do not.
+    const read = new TxFacts().read(keys, keys.length, message);
+    let lastEnd = 0;
+    for (let i = 0; i < read.ixCount; i++) lastEnd = Math.max(lastEnd, read.ixDataOff[i]! + read.ixDataLen[i]!);
+    assert.equal(h.fromHeader(keys, keys.length, message.subarray(0, lastEnd), header), true);
+    assert.equal(h.fromHeader(keys, keys.length, message.subarray(0, lastEnd - 1), header), false);
+    const badLength = Buffer.concat([header, Buffer.alloc(1)]);
+    assert.equal(factsHeaderOf({ [FACTS_HEADER]: badLength }), null, 'a length that does not match the count');
+    assert.equal(factsHeaderOf({ [FACTS_HEADER]: Buffer.from([2, ...header.subarray(1)]) }), null, 'an unknown VERSION');
+    // Matching with a header from another transaction (same count, offsets past this message) gives what the
+    // message gives: a filter on the fixture's first program with its data's first byte.
+    const ix = f.fields.instructions.find((i) => i.data.length > 0)!;
+    const r = compileFilters([['p', { include: [], exclude: [], required: [], extra: { instructions: [{ programId: bs58.encode(f.fields.accountKeys[ix.programIdIndex]!), dataPrefix: ix.data.subarray(0, 1), dataAt: [] }], writable: [], signer: [], signature: '' } }]], { maxFilters: 4, maxKeysPerList: 10, maxFilterNameLen: 16 });
+    assert.ok(r.ok);
+    const index = new FilterIndex<string>();
+    index.replace('s', r.set);
+    index.prepare(keys, message, header);
+    assert.equal(index.match(keys).length, 1, 'matched through the header');
+    // A header that fits but points the data elsewhere is believed (so the match above went through it).
+    const elsewhere = Buffer.from(header);
+    for (let o = 10; o + 5 <= elsewhere.length; o += 5) elsewhere.writeUInt16LE(0, o + 1);
+    assert.notEqual(message[0], ix.data[0]);
+    index.prepare(keys, message, elsewhere);
+    assert.equal(index.match(keys).length, 0, 'the header is what is read');
+    const foreign = Buffer.from(header);
+    for (let o = 10; o + 5 <= foreign.length; o += 5) foreign.writeUInt16LE(0xfff0, o + 1);
+    index.prepare(keys, message, foreign);
+    assert.equal(index.match(keys).length, 1, 'a header past the message: read from the message');
   });
 });
