@@ -80,6 +80,9 @@ async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number)
   }
 }
 
+/** How long createTopics waits, at most, for every new partition's leader to answer ListOffsets. */
+const TOPIC_PRODUCE_READY_MS = 5_000;
+
 /** ListOffsets attempts on retriable errors (about 4.5 s of backoff in all). */
 const END_OFFSETS_ATTEMPTS = 10;
 
@@ -265,7 +268,25 @@ export class KafkaBus implements Bus {
     // hold it twice (seen in CI: 13 records for 10 on a just-made 2-partition topic). ListOffsets is answered by the
     // replica manager too, and listOffsets() retries "not the leader": once every partition answers, they take
     // produces.
-    for (const { s } of planned) await this.offsets(s.name);
+    // Best effort, within TOPIC_PRODUCE_READY_MS: the topics exist by now, and a produce that meets the moment still
+    // lands (twice at worst); a createTopics that failed or hung here for it would be worse (seen in CI: a topic
+    // deleted and made again under its name answered ListOffsets slowly enough to hold a caller's 60 s wait).
+    // Asked through an admin client of its own, closed after: kafkajs's fetchTopicOffsets adds the topic to its
+    // client's metadata targets for good, and a client whose target was later deleted fails every metadata refresh
+    // with "does not host this topic-partition" (seen: making a deleted topic again failed on every try).
+    const deadline = new Promise<void>((r) => setTimeout(r, TOPIC_PRODUCE_READY_MS).unref());
+    const probe = this.kafka.admin();
+    try {
+      await Promise.race([
+        (async () => {
+          await probe.connect();
+          await Promise.all(planned.map(({ s }) => this.listOffsets(s.name, (a) => a.fetchTopicOffsets(s.name), probe)));
+        })().catch(() => undefined),
+        deadline,
+      ]);
+    } finally {
+      await probe.disconnect().catch(() => undefined);
+    }
   }
 
   async produce(topic: string, records: ProduceRecord[]): Promise<void> {
@@ -322,8 +343,8 @@ export class KafkaBus implements Bus {
   }
 
   /** A call about one topic's partitions, retried as ListOffsets needs it (below). */
-  private async listOffsets<T>(topic: string, f: (admin: Admin) => Promise<T>): Promise<T> {
-    const admin = await this.kafkaCall(() => this.getAdmin());
+  private async listOffsets<T>(topic: string, f: (admin: Admin) => Promise<T>, through?: Admin): Promise<T> {
+    const admin = through ?? (await this.kafkaCall(() => this.getAdmin()));
     // Right after createTopics (waitForLeaders), a KRaft broker can still answer ListOffsets with "not the leader"
     // for a moment; kafkajs's admin does not retry it. Retry retriable errors briefly, re-reading the metadata.
     for (let attempt = 1; ; attempt++) {
