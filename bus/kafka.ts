@@ -267,13 +267,11 @@ export class KafkaBus implements Bus {
     // producer (not idempotent) then resends its whole request to that broker, so the partitions that had taken it
     // hold it twice (seen in CI: 13 records for 10 on a just-made 2-partition topic). ListOffsets is answered by the
     // replica manager too, and listOffsets() retries "not the leader": once every partition answers, they take
-    // produces.
-    // Best effort, within TOPIC_PRODUCE_READY_MS: the topics exist by now, and a produce that meets the moment still
-    // lands (twice at worst); a createTopics that failed or hung here for it would be worse (seen in CI: a topic
-    // deleted and made again under its name answered ListOffsets slowly enough to hold a caller's 60 s wait).
-    // Asked through an admin client of its own, closed after: kafkajs's fetchTopicOffsets adds the topic to its
-    // client's metadata targets for good, and a client whose target was later deleted fails every metadata refresh
-    // with "does not host this topic-partition" (seen: making a deleted topic again failed on every try).
+    // produces. Best effort, within TOPIC_PRODUCE_READY_MS: the topics exist by now, and a produce that meets the
+    // moment still lands (twice at worst), so this never fails the call. Through an admin client of its own, closed
+    // after: kafkajs's fetchTopicOffsets adds the topic to its client's metadata targets for good, and a client whose
+    // target was later deleted fails every metadata refresh with "does not host this topic-partition" (seen: making
+    // a deleted topic again failed on every try).
     const deadline = new Promise<void>((r) => setTimeout(r, TOPIC_PRODUCE_READY_MS).unref());
     const probe = this.kafka.admin();
     try {
@@ -500,12 +498,13 @@ class Reader implements Consumer {
       eachBatch: async ({ batch, resolveOffset }) => {
         if (batch.messages.length === 0) return;
         const last = batch.lastOffset();
+        const after = BigInt(last) + 1n;
         let messages = batch.messages;
         const key = this.independent ? tp(batch.topic, batch.partition) : '';
         if (this.independent) {
-          const next = this.handed.get(key);
-          if (next !== undefined && BigInt(messages[0]!.offset) < next) messages = messages.filter((m) => BigInt(m.offset) >= next);
-          this.handed.set(key, BigInt(last) + 1n);
+          const handed = this.handed.get(key);
+          if (handed !== undefined && BigInt(messages[0]!.offset) < handed) messages = messages.filter((m) => BigInt(m.offset) >= handed);
+          this.handed.set(key, after);
         }
         if (messages.length > 0) {
           try {
@@ -517,7 +516,7 @@ class Reader implements Consumer {
           }
         }
         resolveOffset(last);
-        if (this.independent) this.positions.set(key, (BigInt(last) + 1n).toString());
+        if (this.independent) this.positions.set(key, after.toString());
       },
     }).catch((e: unknown) => this.onCrash(kc, e instanceof Error ? e : new Error(String(e))));
   }

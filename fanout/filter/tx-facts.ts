@@ -170,9 +170,9 @@ export class TxFacts {
   }
 
   /**
-   * The same facts from a record's `facts` header (factsHeaderOf has checked its VERSION and length), checked
-   * against `message`: false — nothing set that a caller may use — when an offset or length falls outside it, and
-   * the caller reads the message instead.
+   * The same facts from a record's `facts` header (factsHeaderOf has checked its VERSION), checked against its own
+   * count and against `message`: false — nothing set that a caller may use — when its length does not match its
+   * count or an offset or length falls outside the message, and the caller reads the message instead.
    */
   fromHeader(keys: Uint8Array, keysLength: number, message: Uint8Array, h: Uint8Array): boolean {
     const end = message.length;
@@ -180,12 +180,10 @@ export class TxFacts {
     if (h.length !== FACTS_HEAD_SZ + n * FACTS_IX_SZ) return false;
     const sig = h[FACTS_SIG_OFF]! | (h[FACTS_SIG_OFF + 1]! << 8);
     if (sig !== FACTS_NO_SIGNATURE && sig + 64 > end) return false;
-    if (n > this.ixProgram.length) {
-      let m = this.ixProgram.length;
-      while (m < n) m *= 2;
-      this.ixProgram = new Int32Array(m);
-      this.ixDataOff = new Int32Array(m);
-      this.ixDataLen = new Int32Array(m);
+    while (n > this.ixProgram.length) {
+      this.ixProgram = grow(this.ixProgram);
+      this.ixDataOff = grow(this.ixDataOff);
+      this.ixDataLen = grow(this.ixDataLen);
     }
     const prog = this.ixProgram;
     const off = this.ixDataOff;

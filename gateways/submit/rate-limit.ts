@@ -34,11 +34,11 @@ export class RateLimiter {
     if (!(tps > 0)) return false;
     if (this.fleet === undefined) return this.takeLocal(rentalId, tps);
     const wall = this.wallNow();
-    // With peers, the fleet's count of the last second; alone after having had peers (the exchange stopped), the
-    // same count (with N = 1: at most `tps` of its own, plus what peers reported, in the last second), so N
-    // instances cut off from each other admit at most N × the rental in any second and not, on top, the burst
-    // their buckets saved while the fleet held them to their parts. Never in a fleet: the bucket alone, as before.
-    if ((this.fleet.members(wall) > 1 || this.fleet.hasPeered()) && !this.fleet.fits(rentalId, 1, tps, wall)) return false;
+    // Once it has heard a peer, the fleet's count of the last second — with peers now, and alone again (the
+    // exchange stopped: N = 1, at most `tps` of its own plus what peers reported in the last second), so N instances
+    // cut off from each other admit at most N × the rental in any second and not, on top, the burst their buckets
+    // saved while the fleet held them to their parts. Never in a fleet: the bucket alone, as before.
+    if (this.fleet.hasPeered() && !this.fleet.fits(rentalId, 1, tps, wall)) return false;
     if (!this.takeLocal(rentalId, tps)) return false;
     this.fleet.take(rentalId, 1, wall);
     return true;
