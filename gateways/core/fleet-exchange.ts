@@ -93,9 +93,14 @@ export async function startFleetExchange(o: FleetExchangeOptions): Promise<Fleet
     const spent: Record<string, Record<string, number>> = {};
     for (const n of names) spent[n] = o.budgets[n]!.report(seq, t);
     const rec = encodeFleetReport({ v: 1, instance, surface: o.surface, seq, time: t, spent });
+    const sent = seq;
     sending = o.bus.produce(topic, [rec]).then(
       () => undefined,
-      (e: unknown) => o.log.warn({ why: e instanceof Error ? e.message.split('\n')[0] : String(e) }, 'fleet usage report not sent: the other instances do not see this interval\'s spend'),
+      (e: unknown) => {
+        // Its spend rides with the next report (FleetBudget.unsent): the others learn it when the bus is back.
+        for (const n of names) o.budgets[n]!.unsent(sent);
+        o.log.warn({ why: e instanceof Error ? e.message.split('\n')[0] : String(e) }, 'fleet usage report not sent: its spend goes with the next report');
+      },
     ).finally(() => {
       sending = null;
     });

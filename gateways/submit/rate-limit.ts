@@ -5,8 +5,9 @@
 //
 // Fleet-wide (gateways.submit.fleet, on a Kafka bus): the bucket stays, and a FleetBudget over a 1 s window
 // counts every instance's submissions (gateways/core/fleet-budget.ts); while other instances are heard from, a
-// submission needs room in both, and still does when the peers have gone quiet (the bus is down). An instance that
-// never heard a peer answers from the bucket alone: one instance answers exactly as before.
+// submission needs room in both, and still does when the peers have gone quiet (then, with the bus down, within
+// its share). An instance that never heard a peer answers from the bucket alone: one instance answers exactly as
+// before.
 
 import type { FleetBudget } from '../core';
 
@@ -34,10 +35,11 @@ export class RateLimiter {
     if (!(tps > 0)) return false;
     if (this.fleet === undefined) return this.takeLocal(rentalId, tps);
     const wall = this.wallNow();
-    // Once it has heard a peer, the fleet's count of the last second — with peers now, and alone again (the
-    // exchange stopped: N = 1, at most `tps` of its own plus what peers reported in the last second), so N instances
-    // cut off from each other admit at most N × the rental in any second and not, on top, the burst their buckets
-    // saved while the fleet held them to their parts. Never in a fleet: the bucket alone, as before.
+    // Once it has heard a peer, the fleet's count of the last second — with peers now; while the exchange is out,
+    // its share of it (tps / N over its own second: FleetBudget), so N instances cut off from each other admit at
+    // most the rental (+ ε) in any second and not, on top, the burst their buckets saved while the fleet held them
+    // to their parts; alone again with the exchange working (its peers stopped), `tps` less what they reported in
+    // the last second. Never in a fleet: the bucket alone, as before.
     if (this.fleet.hasPeered() && !this.fleet.fits(rentalId, 1, tps, wall)) return false;
     if (!this.takeLocal(rentalId, tps)) return false;
     this.fleet.take(rentalId, 1, wall);

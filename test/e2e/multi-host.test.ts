@@ -318,6 +318,8 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     // so billing tells them apart. A gateway whose connection fails leaves the rotation (a balancer's health check).
     const rpcLog: Answer[] = [];
     const rpcUnexpected: string[] = [];
+    /** Calls that got no HTTP answer (a connection refused or reset): the gateway leaves the rotation. */
+    const rpcFailed: { to: number; at: number; why: string }[] = [];
     let rpcUnavailable = 0;
     /** 503 -32099 answers per gateway, by send time: metered and billed at the method's weight (outcome `error`). */
     const rpcErrors: Answer[] = [];
@@ -341,7 +343,10 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
             }
             else rpcUnexpected.push(`${r.status} ${r.text.slice(0, 120)}`);
           },
-          () => void inRotation.delete(to),
+          (e: Error & { code?: string }) => {
+            rpcFailed.push({ to, at: Date.now(), why: e.code ?? e.message });
+            inRotation.delete(to);
+          },
         );
         inflight.add(p);
         void p.finally(() => inflight.delete(p));
@@ -382,6 +387,7 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
       if (process.env.MH_DEBUG !== undefined) process.stderr.write(`      [mh] ${events[events.length - 1]}\n`);
     };
     let gatewayKilledAt = 0;
+    let gatewayKillFrom = 0;
     let v2Resumed: V2Client | undefined;
     let victimRows: string[] = [];
     let suspendedIn: number[] = [];
@@ -418,6 +424,7 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
       feedCut = true;
       mark('ingest-b feed cut');
       await at(T.gatewayKill);
+      gatewayKillFrom = Date.now();
       await sigkill(gateways[1]!.proc.child);
       gatewayKilledAt = Date.now();
       mark('SIGKILL gateway-2');
@@ -547,13 +554,24 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
       await reader.close();
     }
     /** The most units metered in any window of `ms` starting within the traffic, in 100 ms steps. */
-    const peakMetered = (surface: string, ms: number): number => {
-      let best = 0;
-      for (let t = t0; t + ms <= t1; t += 100) best = Math.max(best, metered.filter((m) => m.surface === surface && m.at >= t && m.at < t + ms).reduce((n, m) => n + m.units, 0));
+    /** The most units metered in any window of `ms` starting within the traffic, in 100 ms steps, and where. */
+    const peakMetered = (surface: string, ms: number): { units: number; from: number } => {
+      let best = { units: 0, from: 0 };
+      for (let t = t0; t + ms <= t1; t += 100) {
+        const units = metered.filter((m) => m.surface === surface && m.at >= t && m.at < t + ms).reduce((n, m) => n + m.units, 0);
+        if (units > best.units) best = { units, from: t - t0 };
+      }
       return best;
     };
-    const meteredRpc = peakMetered('rpc', WINDOW_MS);
-    const meteredTps = peakMetered('submit', 1000);
+    const rpcPeak = peakMetered('rpc', WINDOW_MS);
+    const meteredRpc = rpcPeak.units;
+    const tpsPeak = peakMetered('submit', 1000);
+    const meteredTps = tpsPeak.units;
+    {
+      const series: number[] = [];
+      for (let x = t0; x + 1000 <= t1; x += 1000) series.push(metered.filter((m) => m.surface === 'rpc' && m.at >= x && m.at < x + 1000).reduce((n, m) => n + m.units, 0));
+      process.stdout.write(`      RPS units metered per second of the traffic: ${series.join(' ')}; the peak 10 s window from ${(rpcPeak.from / 1000).toFixed(1)} s, the peak 1 s TPS window from ${(tpsPeak.from / 1000).toFixed(1)} s\n`);
+    }
 
     // --- limits held across the fleet.
     assert.deepEqual(rpcUnexpected, [], 'every gateway answer is 200 with a result or 429');
@@ -567,27 +585,29 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     const afterKill = meteredIn('rpc', gatewayKilledAt + RETURN_MS, gatewayKilledAt + RETURN_MS + WINDOW_MS);
     assert.ok(gatewayKilledAt + RETURN_MS + WINDOW_MS <= t1, 'the run covers the window after the kill');
     // What the client got back, to tell a limiter holding calls back (429s) from calls not offered or not answered.
-    const sentRpc = rpcLog.length + rpcErrors.length + rpcUnexpected.length;
-    process.stdout.write(`      RPS calls answered: ${rpcLog.filter((a) => a.ok).length} 200, ${rpcLog.filter((a) => !a.ok).length} 429, ${rpcErrors.length} 503, ${rpcUnexpected.length} other; ${sentRpc} in ${((t1 - t0) / 1000).toFixed(1)} s at ${3 * RPS}/s offered\n`);
+    const sentRpc = rpcLog.length + rpcErrors.length + rpcUnexpected.length + rpcFailed.length;
+    process.stdout.write(`      RPS calls answered: ${rpcLog.filter((a) => a.ok).length} 200, ${rpcLog.filter((a) => !a.ok).length} 429, ${rpcErrors.length} 503, ${rpcUnexpected.length} other, ${rpcFailed.length} with no answer (${rpcFailed.map((f) => `gateway-${f.to + 1} ${f.why} at ${f.at - t0} ms`).slice(0, 3).join('; ')}); ${sentRpc} in ${((t1 - t0) / 1000).toFixed(1)} s at ${3 * RPS}/s offered\n`);
     const perSecond: number[] = [];
     for (let x = gatewayKilledAt - 5_000; x + 1000 <= t1; x += 1000) perSecond.push(admittedIn(rpcLog, x, x + 1000));
     const meteredPerSecond: number[] = [];
     for (let x = gatewayKilledAt - 5_000; x + 1000 <= t1; x += 1000) meteredPerSecond.push(meteredIn('rpc', x, x + 1000));
     process.stdout.write(`      RPS units answered 200 per second from 5 s before the gateway kill: ${perSecond.join(' ')}; metered: ${meteredPerSecond.join(' ')}\n`);
-    // Held at 3 → 2 instances by test/gateways/rpc/fleet-limits.test.ts (≥ 0.9 of the rental from 2 s after the kill).
-    // Here (2 → 1, under faults, on the loaded machine) the survivor measured 114 of 200 in that window in one run:
-    // asserted is that it keeps admitting at least half the rental; the figure is printed.
-    // The property is the limiter's: after the kill the survivor's part is the whole rental. It holds when the
-    // survivor metered at least half the rental in that window, or refused nothing there (no 429): on a machine where
-    // the calls themselves are answered slowly (seen: 209 answers in 43 s at 60/s offered, none of them 429, on the
-    // build before this test change too) the figure says nothing about the limiter.
+    // Only the killed gateway leaves calls without an answer, and only from its kill on (the kill's start is
+    // `gatewayKillFrom`; its connections reset as the process dies).
+    for (const f of rpcFailed) assert.ok(f.to === 1 && f.at >= gatewayKillFrom, `a call to gateway-${f.to + 1} got no answer (${f.why}) ${f.at - t0} ms into the traffic; gateway-2 was killed at ${gatewayKillFrom - t0} ms`);
+    // The property is the limiter's: after the kill the survivor's part is the whole rental, as for 3 → 2 instances in
+    // test/gateways/rpc/fleet-limits.test.ts (≥ 0.9 of the rental in a 10 s window from 2 s after the kill). A
+    // survivor that refused calls (429) in that window while metering less than that withheld the rental. One that
+    // refused none was not offered enough (a machine answering the calls themselves slowly: seen once, 209 answers
+    // in 43 s at 60/s offered, none of them 429, on every build of the time), which says nothing about the limiter.
     const refusedAfterKill = rpcLog.filter((a) => !a.ok && a.at >= gatewayKilledAt + RETURN_MS && a.at < gatewayKilledAt + RETURN_MS + WINDOW_MS).length;
-    assert.ok(afterKill >= BUDGET * 0.5 || refusedAfterKill === 0, `the surviving gateway metered ${afterKill} of ${BUDGET} units in the window from ${RETURN_MS} ms after the kill and refused ${refusedAfterKill}`);
+    assert.ok(afterKill >= BUDGET * 0.9 || refusedAfterKill === 0, `the surviving gateway metered ${afterKill} of ${BUDGET} units in the window from ${RETURN_MS} ms after the kill and refused ${refusedAfterKill}`);
     const peakTps = maxWindow(subLog, t0, t1, 1000);
-    // README: at most B + (N − 1) × p_max + ε in a window while the exchange runs, and up to N × the rental while
-    // it does not (a leader change of fleet.usage during the broker stop): 11–19 metered at 10 TPS over the runs, and
-    // 23 once, before an instance alone again kept the fleet's 1 s count (its bucket's saved burst came on top).
-    assert.ok(meteredTps <= TPS * 2, `${meteredTps} submissions metered in a 1 s window; rental ${TPS} TPS (by send time ${peakTps})`);
+    // README: at most B + (N − 1) × p_max + ε in any window, the bus down included (11 at 10 TPS: B + 1; ε is what
+    // is offered in the readers' skew, and metered times are answer times). Held at 1.5× for a loaded machine's ε.
+    // Before the fleet's rule held through an outage: 11–19 metered over the runs, 15 and 23 once each (instances
+    // counting alone once their peers expired, a bucket's saved burst on top).
+    assert.ok(meteredTps <= TPS * 1.5, `${meteredTps} submissions metered in a 1 s window; rental ${TPS} TPS (by send time ${peakTps})`);
     const subOk = subLog.filter((s) => s.ok).length;
     // Printed; asserted is only that the fleet does not starve the rental (on the loaded machine the offered rate
     // itself falls short of 3 × TPS at times).
