@@ -40,6 +40,14 @@ export interface AcceptInfo {
 
 export class TraceStore {
   private readonly traces = new Map<string, Trace>();
+  /**
+   * The keys in creation order from `head`. Every removal is of the oldest (the hold time, the cap), so the front is
+   * always the next to go. Not the Map's own order: iterating a Map steps over every entry deleted from it that V8
+   * still keeps in its table until a rehash, so taking the first key cost up to ~60 µs per eviction at 100k
+   * traces (measured: 20 → 160 µs per accepted transaction as the store sat at its cap).
+   */
+  private order: string[] = [];
+  private head = 0;
   private readonly now: () => number;
   /** The newest slot the service knows (stream.slots, the poller's status answers); null until one arrives. */
   private slot: number | null = null;
@@ -73,12 +81,13 @@ export class TraceStore {
     if (trace === undefined) {
       this.sweep(t);
       if (this.traces.size >= this.opts.maxTraces) {
-        this.drop(this.traces.keys().next().value!);
+        this.dropOldest();
         this.opts.metrics.droppedCap.inc();
       }
       // The blockhash as latin1 (cheap); its base58 is made only when asked for (expiry checks, views).
       trace = new Trace(encodeBase58(signature), info.rental, info.apiKey, info.transport, t, this.slot, Buffer.from(info.blockhash).toString('latin1'));
       this.traces.set(sigKey, trace);
+      this.order.push(sigKey);
       this.pending.add(trace);
       this.emit(trace.firstEvent(info.forwarded));
     } else {
@@ -128,16 +137,22 @@ export class TraceStore {
 
   /** Drops what is older than the hold time. The poller calls this each tick; accept() when it creates one. */
   sweep(t = this.now()): void {
-    for (const [k, trace] of this.traces) {
+    while (this.head < this.order.length) {
+      const trace = this.traces.get(this.order[this.head]!)!;
       if (t - trace.acceptedAt <= this.opts.holdMs) return;
       if (!trace.settled) this.opts.metrics.droppedUnsettled.inc();
-      this.drop(k);
+      this.dropOldest();
     }
   }
 
-  private drop(k: string): void {
-    const trace = this.traces.get(k);
-    if (trace === undefined) return;
+  private dropOldest(): void {
+    const k = this.order[this.head]!;
+    this.head++;
+    if (this.head >= 4096 && this.head * 2 >= this.order.length) {
+      this.order = this.order.slice(this.head);
+      this.head = 0;
+    }
+    const trace = this.traces.get(k)!;
     this.traces.delete(k);
     this.pending.delete(trace);
   }
