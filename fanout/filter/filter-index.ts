@@ -1,5 +1,5 @@
 import { PUBKEY_LEN, type CompiledFilter, type CompiledFilterSet } from './compile';
-import { equal32, hash32, type KeyList32 } from './key32';
+import { equal32, equalWords, hash32Words, type KeyList32 } from './key32';
 import { removeId } from './id-table';
 import { InstructionIndex, type IxCell } from './instruction-index';
 import { TxFacts } from './tx-facts';
@@ -50,7 +50,7 @@ interface Entry<S> {
   ixHit: boolean;
   sigHit: boolean;
   /** The instruction-index cells of this filter, to remove them when it goes. */
-  ixCells: IxCell<Entry<S>>[];
+  ixCells: IxCell[];
   /** The filter's parts beyond account lists, flat (extraOk reads them for every touched filter with such parts,
    *  and the compiled lists are other objects, a cache miss each): role keys, whether it has instruction
    *  filters or a signature, the vote switch. */
@@ -59,6 +59,11 @@ interface Entry<S> {
   xIx: boolean;
   xSig: boolean;
   xVote: number;
+  /** The filter's include and required list lengths and whether it has parts beyond account lists, flat for the
+   *  same reason (matchOut reads them for every filter of a touched subscriber; the lists are objects of their own). */
+  nInc: number;
+  nReq: number;
+  hasX: boolean;
 }
 
 interface Owner<S> {
@@ -83,6 +88,8 @@ export interface SplitMatch<S> extends Match<S> {
 }
 
 const MIN_TABLE = 2048;
+/** 32-bit words in a key. */
+const KEY_WORDS = PUBKEY_LEN / 4;
 
 /** No cells (an entry not in the index). */
 const EMPTY = new Int32Array(0);
@@ -112,6 +119,10 @@ const chainOf = (list: number): number => (list < WRT ? 0 : list - 2);
 class Postings {
   // keys
   keyBytes = new Uint8Array(1024 * PUBKEY_LEN);
+  /** The same bytes as little-endian words (KEY_WORDS per key id), what find() compares (key32.ts hash32Words). */
+  keyWords = new Int32Array(1024 * KEY_WORDS);
+  /** find()'s scratch: the words of the key looked up. */
+  private readonly words = new Int32Array(KEY_WORDS);
   keyHash = new Int32Array(1024);
   /** Per key, CHAINS chains (accounts, writable, signer): chain c of key k at k * CHAINS + c. */
   head = new Int32Array(CHAINS * 1024);
@@ -152,11 +163,12 @@ class Postings {
     if (this.digestCount[digest16(b, o)] === 0) return -1;
     const t = this.table;
     const mask = t.length - 1;
-    const kb = this.keyBytes;
-    for (let slot = hash32(b, o) & mask; ; slot = (slot + 1) & mask) {
+    const kw = this.keyWords;
+    const w = this.words;
+    for (let slot = hash32Words(b, o, w, 0) & mask; ; slot = (slot + 1) & mask) {
       const v = t[slot]!;
       if (v === 0) return -1;
-      if (equal32(kb, (v - 1) * PUBKEY_LEN, b, o)) return v - 1;
+      if (equalWords(kw, (v - 1) * KEY_WORDS, w)) return v - 1;
     }
   }
 
@@ -179,6 +191,7 @@ class Postings {
     }
     const kb2 = this.keyBytes;
     for (let i = 0, d = k * PUBKEY_LEN; i < PUBKEY_LEN; i++) kb2[d + i] = b[o + i]!;
+    hash32Words(b, o, this.keyWords, k * KEY_WORDS);
     this.keyHash[k] = h;
     this.programRefs[k] = 0;
     for (let c = k * CHAINS; c < (k + 1) * CHAINS; c++) {
@@ -279,6 +292,7 @@ class Postings {
   private growKeys(): void {
     const n = this.keyHash.length * 2;
     this.keyBytes = grow(this.keyBytes, new Uint8Array(n * PUBKEY_LEN));
+    this.keyWords = grow(this.keyWords, new Int32Array(n * KEY_WORDS));
     this.keyHash = grow(this.keyHash, new Int32Array(n));
     this.head = grow(this.head, new Int32Array(CHAINS * n));
     this.tail = grow(this.tail, new Int32Array(CHAINS * n));
@@ -320,7 +334,7 @@ export class FilterIndex<S> {
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
   private readonly touched: Owner<S>[] = [];
   /** Instruction filters by program, then prefix; filters by signature (hash of its first 8 bytes). */
-  private readonly ix = new InstructionIndex<Entry<S>>();
+  private readonly ix = new InstructionIndex();
   private readonly sigs = new Map<number, Entry<S>[]>();
   /** Entries with parts beyond account lists: while 0, prepare() reads nothing. */
   private extraEntries = 0;
@@ -422,7 +436,15 @@ export class FilterIndex<S> {
         e.filter = filter; // the same lists and parts (the reuse test above)
         e.bit = 1 << filter.slot;
       } else {
-        e = { owner, filter, bit: 1 << filter.slot, id: -1, cells: EMPTY, gen: 0, includeHit: false, requiredHits: 0, excluded: false, staticIncludeHit: false, staticRequiredHits: 0, staticExcluded: false, wHits: 0, staticWHits: 0, sHits: 0, ixHit: false, sigHit: false, ixCells: [], xWritable: 0, xSigner: 0, xIx: false, xSig: false, xVote: -1 };
+        // Fields in the order a match reads them (V8 lays a literal's fields out in the order written, and an entry
+        // spans several cache lines): what every match of it touches first, then the parts beyond account lists,
+        // then matchSplit's, then what only updates read.
+        e = {
+          gen: 0, includeHit: false, requiredHits: 0, excluded: false, owner, bit: 1 << filter.slot, nInc: 0, nReq: 0, hasX: false,
+          wHits: 0, sHits: 0, ixHit: false, sigHit: false, xWritable: 0, xSigner: 0, xIx: false, xSig: false, xVote: -1,
+          staticWHits: 0, staticIncludeHit: false, staticRequiredHits: 0, staticExcluded: false,
+          filter, id: -1, cells: EMPTY, ixCells: [],
+        };
         this.addEntry(e);
       }
       entries.push(e);
@@ -473,6 +495,9 @@ export class FilterIndex<S> {
     this.entries[id] = e;
     e.id = id;
     const x = f.extra;
+    e.nInc = f.include.length;
+    e.nReq = f.required.length;
+    e.hasX = x !== undefined;
     if (x !== undefined) {
       e.xWritable = x.writable.length;
       e.xSigner = x.signer.length;
@@ -500,7 +525,7 @@ export class FilterIndex<S> {
       for (const ixf of x.instructions) {
         const k = p.intern(ixf.program, 0, ixf.programHash);
         p.addProgram(k);
-        e.ixCells.push(this.ix.add(e, ixf, k));
+        e.ixCells.push(this.ix.add(id, ixf, k));
       }
     e.cells = cells;
     this.listEntries += keyCount(f);
@@ -750,8 +775,10 @@ export class FilterIndex<S> {
         }
         if (n > 0) {
           const hits = ix.hits;
+          const entries = this.entries;
           for (let i = 0; i < n; i++) {
-            const e = freshSplit(hits[i]!.entry, gen);
+            // A hit's tag is the entry id it was indexed under (addEntry), the entry live while it is indexed.
+            const e = freshSplit(entries[hits[i]!]!, gen);
             e.ixHit = true;
             touch(touched, e.owner, gen);
           }
@@ -781,11 +808,10 @@ export class FilterIndex<S> {
       let mask = 0;
       for (const e of o.entries) {
         const cur = e.gen === gen;
-        const f = e.filter;
         if (cur && e.excluded) continue;
-        if (f.include.length > 0 && !(cur && e.includeHit)) continue;
-        if (f.required.length > 0 && !(cur && e.requiredHits === f.required.length)) continue;
-        if (f.extra !== undefined && !extraOk(e, cur, this.hasRecord ? this.facts() : null, false)) continue;
+        if (e.nInc > 0 && !(cur && e.includeHit)) continue;
+        if (e.nReq > 0 && !(cur && e.requiredHits === e.nReq)) continue;
+        if (e.hasX && !extraOk(e, cur, this.hasRecord ? this.facts() : null, false)) continue;
         mask |= e.bit;
       }
       if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
@@ -855,10 +881,9 @@ export class FilterIndex<S> {
       let staticMask = 0;
       for (const e of o.entries) {
         const cur = e.gen === gen;
-        const f = e.filter;
-        const inc = f.include.length > 0;
-        const req = f.required.length;
-        const x = f.extra !== undefined;
+        const inc = e.nInc > 0;
+        const req = e.nReq;
+        const x = e.hasX;
         const t = x && this.hasRecord ? this.facts() : null;
         if (!(cur && e.excluded) && !(inc && !(cur && e.includeHit)) && !(req > 0 && !(cur && e.requiredHits === req)) && !(x && !extraOk(e, cur, t, false))) mask |= e.bit;
         if (!(cur && e.staticExcluded) && !(inc && !(cur && e.staticIncludeHit)) && !(req > 0 && !(cur && e.staticRequiredHits === req)) && !(x && !extraOk(e, cur, t, true))) staticMask |= e.bit;

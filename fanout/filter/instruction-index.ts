@@ -1,10 +1,9 @@
 import { randomInt } from 'node:crypto';
 import { dataMatches, type CompiledInstructionFilter } from './compile-extra';
-import { removeId } from './id-table';
 
 // Instruction filters of every stream, keyed so that a transaction costs what its instructions reach, not the
 // number of filters: by program, then by data prefix. The program is not hashed here: a filter's program id is a
-// key of the filter index's postings (its own chain, filter-index.ts), so the walk over a transaction's static
+// key of the filter index's postings (held by a count, filter-index.ts), so the walk over a transaction's static
 // keys that every match does anyway finds it, and its key id names the program's node here (an array slot).
 // Under a program, for each prefix length some filter uses, the instruction's first bytes of that length are
 // hashed and looked up in one open-addressing table of (program, length, prefix hash) for the whole index — typed
@@ -12,31 +11,27 @@ import { removeId } from './id-table';
 // bytes at offsets, size).
 //
 // A match reaches a filter of a random stream, so what it reads of that filter is a cache miss each (at 1,000
-// streams the cells do not stay in cache): a cell holds what the check needs in its own fields — a prefix of up to
-// 8 bytes (an Anchor discriminator is 8, a native program's 1 or 4) as two 32-bit words, the size, whether there
-// are bytes at offsets — and the cells of one prefix are chained through the cell, so a hit reads the bucket and
-// the cell, not a list, the compiled filter and its byte arrays.
+// streams neither the table nor the cells stay in cache): a bucket's table slot holds, beside the bucket's key, its
+// first cell's check — a prefix of up to 8 bytes (an Anchor discriminator is 8, a native program's 1 or 4) as two
+// 32-bit words, the size, whether there are bytes at offsets — and the caller's tag for it, so a bucket of one
+// filter is decided from the one slot the probe read, with no object. Further cells of a bucket (filters with the
+// same program and prefix) are records in one typed array, chained by id.
 
-/** Prefixes of at most this many bytes are compared as two words held in the cell. */
+/** Prefixes of at most this many bytes are compared as two words held in the table (and the cell record). */
 const WORD_PREFIX = 8;
 
-/** One instruction filter of one entry (what a hit names). */
-export interface IxCell<E> {
-  entry: E;
+/** One instruction filter of one entry, as the index holds it for removal (the match reads the typed arrays). */
+export interface IxCell {
+  /** The caller's number for what this filter belongs to (what a hit gives back). */
+  tag: number;
   filter: CompiledInstructionFilter;
   /** The program's key id in the filter index's postings (fixed while the filter is indexed). */
   keyId: number;
-  /** Its id here (table slots and the per-id arrays name it). */
+  /** Its id here (the cell records and the table name it). */
   id: number;
-  /** The next cell of the same program, prefix length and prefix hash (in the order they came), or null. */
-  next: IxCell<E> | null;
-  /** The prefix's first 4 bytes and next 4 (little-endian, zero past its end), when it is ≤ 8 bytes. */
-  w0: number;
-  w1: number;
-  /** -1: any size. */
-  size: number;
-  /** Bytes at offsets, or a prefix longer than 8 bytes: the whole check (dataMatches) is run. */
-  slow: boolean;
+  /** Its bucket: prefix length and prefix hash. */
+  len: number;
+  ph: number;
 }
 
 /** The prefix lengths in use under one program. */
@@ -49,6 +44,8 @@ export interface ProgramNode {
 
 /** Bytes [o, o + n) of b, n ≤ 4, as a little-endian word (zero above). */
 function word(b: Uint8Array, o: number, n: number): number {
+  // A whole word without the loop: 4 and 8 bytes (native and Anchor discriminators) are the common prefixes.
+  if (n === 4) return b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24);
   let w = 0;
   for (let i = n - 1; i >= 0; i--) w = (w << 8) | b[o + i]!;
   return w | 0;
@@ -84,24 +81,54 @@ function bucketHash(k: number, l: number, ph: number): number {
   return h & 0x7fffffff;
 }
 
-const MIN_TABLE = 64;
+/** Table slots (a power of two; a slot is SLOT words). */
+const MIN_SLOTS = 64;
 
-export class InstructionIndex<E> {
+// A table slot: the bucket — head cell id + 1 (0: empty), prefix hash, program key id, prefix length — and a copy
+// of the head cell's check (its record's first words, and whether more cells follow), so that the common case, a
+// bucket of one filter, is decided from the one cache line the probe read.
+const SLOT = 8;
+const T_ID = 0;
+const T_PH = 1;
+const T_KEY = 2;
+const T_LEN = 3;
+const T_W0 = 4;
+const T_W1 = 5;
+const T_CHK = 6;
+const T_TAG = 7;
+// A cell record, by cell id: the check (prefix words, CHK), the caller's tag, the next cell of the bucket + 1.
+const REC = 8;
+const R_W0 = 0;
+const R_W1 = 1;
+const R_CHK = 2;
+const R_TAG = 3;
+const R_NEXT = 4;
+// CHK: the low 16 bits are the exact data size + 1 (0: any size; sizes are at most MAX_TX_BYTES, compile-extra.ts);
+// SLOW: bytes at offsets or a prefix longer than WORD_PREFIX, the whole check (dataMatches) is run; MORE (slots
+// only): the head has a next cell.
+const CHK_SIZE = 0xffff;
+const CHK_SLOW = 1 << 16;
+const CHK_MORE = 1 << 17;
+
+function growInts(a: Int32Array<ArrayBuffer>, n: number): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(n);
+  b.set(a);
+  return b;
+}
+
+export class InstructionIndex {
   /** Program nodes by the program's key id. */
   private readonly nodes: (ProgramNode | undefined)[] = [];
   private count = 0;
-  /** Cells by id; per id the bucket it heads or sits in: program key id, prefix length, prefix hash, slot hash. */
-  private byId: (IxCell<E> | undefined)[] = [];
-  private idKey: Int32Array<ArrayBuffer> = new Int32Array(64);
-  private idLen: Int32Array<ArrayBuffer> = new Int32Array(64);
-  private idPh: Int32Array<ArrayBuffer> = new Int32Array(64);
-  private idHash: Int32Array<ArrayBuffer> = new Int32Array(64);
+  /** Cells by id (the filter, for a SLOW check and for removal). */
+  private byId: (IxCell | undefined)[] = [];
+  private rec: Int32Array<ArrayBuffer> = new Int32Array(64 * REC);
   private idFree: number[] = [];
-  /** Bucket heads: id + 1 (0: empty), linear probing, backward-shift deletion (id-table.ts). */
-  private table = new Int32Array(MIN_TABLE);
+  /** Buckets, SLOT words each, linear probing, backward-shift deletion (id-table.ts's rule, over slots). */
+  private table: Int32Array<ArrayBuffer> = new Int32Array(MIN_SLOTS * SLOT);
   private heads = 0;
-  /** The cells of the last matchData calls, [0, hitCount): the caller reads them, then clears (clearHits). */
-  readonly hits: (IxCell<E> | null)[] = [];
+  /** The tags of the cells the last matchData calls hit, [0, hitCount): the caller reads them, then clears. */
+  hits: Int32Array<ArrayBuffer> = new Int32Array(16);
   hitCount = 0;
 
   get size(): number {
@@ -113,38 +140,69 @@ export class InstructionIndex<E> {
     return this.nodes[k];
   }
 
-  /** The id heading bucket (k, l, ph), or -1. */
+  /** The word offset of the slot holding bucket (k, l, ph), or -1. */
   private find(k: number, l: number, ph: number, bh: number): number {
     const t = this.table;
-    const mask = t.length - 1;
+    const mask = (t.length >>> 3) - 1;
     for (let s = bh & mask; ; s = (s + 1) & mask) {
-      const v = t[s]!;
-      if (v === 0) return -1;
-      const id = v - 1;
-      if (this.idPh[id] === ph && this.idKey[id] === k && this.idLen[id] === l) return id;
+      const b = s * SLOT;
+      if (t[b + T_ID] === 0) return -1;
+      if (t[b + T_PH] === ph && t[b + T_KEY] === k && t[b + T_LEN] === l) return b;
     }
   }
 
-  private insertHead(id: number, bh: number): void {
-    if (2 * (this.heads + 1) > this.table.length) this.rehash(this.table.length * 2);
+  /** The slot's head is cell `id` (its record's check and tag copied in; MORE when it has a next). */
+  private setHead(b: number, id: number): void {
     const t = this.table;
-    const mask = t.length - 1;
+    const r = this.rec;
+    const o = id * REC;
+    t[b + T_ID] = id + 1;
+    t[b + T_W0] = r[o + R_W0]!;
+    t[b + T_W1] = r[o + R_W1]!;
+    t[b + T_CHK] = r[o + R_CHK]! | (r[o + R_NEXT] !== 0 ? CHK_MORE : 0);
+    t[b + T_TAG] = r[o + R_TAG]!;
+  }
+
+  private insertSlot(id: number, k: number, l: number, ph: number, bh: number): void {
+    if (2 * (this.heads + 1) > this.table.length / SLOT) this.rehash((this.table.length / SLOT) * 2);
+    const t = this.table;
+    const mask = (t.length >>> 3) - 1;
     let s = bh & mask;
-    while (t[s] !== 0) s = (s + 1) & mask;
-    t[s] = id + 1;
+    while (t[s * SLOT + T_ID] !== 0) s = (s + 1) & mask;
+    const b = s * SLOT;
+    t[b + T_PH] = ph;
+    t[b + T_KEY] = k;
+    t[b + T_LEN] = l;
+    this.setHead(b, id);
     this.heads++;
   }
 
-  private rehash(size: number): void {
+  /** Empties slot b, shifting later members of its probe run back when their home allows it (no tombstones). */
+  private deleteSlot(b: number): void {
+    const t = this.table;
+    const mask = (t.length >>> 3) - 1;
+    let i = b / SLOT;
+    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
+      const o = j * SLOT;
+      if (t[o + T_ID] === 0) break;
+      const home = bucketHash(t[o + T_KEY]!, t[o + T_LEN]!, t[o + T_PH]!) & mask;
+      const between = i <= j ? i < home && home <= j : i < home || home <= j;
+      if (between) continue;
+      t.copyWithin(i * SLOT, o, o + SLOT);
+      i = j;
+    }
+    t.fill(0, i * SLOT, i * SLOT + SLOT);
+  }
+
+  private rehash(slots: number): void {
     const old = this.table;
-    const t = new Int32Array(size);
-    const mask = size - 1;
-    for (let i = 0; i < old.length; i++) {
-      const v = old[i]!;
-      if (v === 0) continue;
-      let s = this.idHash[v - 1]! & mask;
-      while (t[s] !== 0) s = (s + 1) & mask;
-      t[s] = v;
+    const t = new Int32Array(slots * SLOT);
+    const mask = slots - 1;
+    for (let o = 0; o < old.length; o += SLOT) {
+      if (old[o + T_ID] === 0) continue;
+      let s = bucketHash(old[o + T_KEY]!, old[o + T_LEN]!, old[o + T_PH]!) & mask;
+      while (t[s * SLOT + T_ID] !== 0) s = (s + 1) & mask;
+      t.set(old.subarray(o, o + SLOT), s * SLOT);
     }
     this.table = t;
   }
@@ -154,50 +212,36 @@ export class InstructionIndex<E> {
     if (f !== undefined) return f;
     const id = this.byId.length;
     this.byId.push(undefined);
-    if (id >= this.idKey.length) {
-      const n = this.idKey.length * 2;
-      const g = (a: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> => {
-        const b = new Int32Array(n);
-        b.set(a);
-        return b;
-      };
-      this.idKey = g(this.idKey);
-      this.idLen = g(this.idLen);
-      this.idPh = g(this.idPh);
-      this.idHash = g(this.idHash);
-    }
+    if ((id + 1) * REC > this.rec.length) this.rec = growInts(this.rec, this.rec.length * 2);
     return id;
   }
 
-  add(entry: E, filter: CompiledInstructionFilter, keyId: number): IxCell<E> {
+  /** Indexes `filter` (its program's key id: keyId); a hit gives back `tag`. */
+  add(tag: number, filter: CompiledInstructionFilter, keyId: number): IxCell {
     const p = filter.prefix;
     const len = p.length;
-    const short = len <= WORD_PREFIX;
     const id = this.newId();
-    const cell: IxCell<E> = {
-      entry,
-      filter,
-      keyId,
-      id,
-      next: null,
-      w0: short ? word(p, 0, Math.min(len, 4)) : 0,
-      w1: short && len > 4 ? word(p, 4, len - 4) : 0,
-      size: filter.size,
-      slow: !short || filter.at.length > 0,
-    };
+    const short = len <= WORD_PREFIX;
     const ph = prefixHash(p, 0, len);
-    const bh = bucketHash(keyId, len, ph);
+    const cell: IxCell = { tag, filter, keyId, id, len, ph };
+    const slow = !short || filter.at.length > 0 || filter.size + 1 > CHK_SIZE;
+    const r = this.rec;
+    const o = id * REC;
+    r[o + R_W0] = short ? word(p, 0, Math.min(len, 4)) : 0;
+    r[o + R_W1] = short && len > 4 ? word(p, 4, len - 4) : 0;
+    r[o + R_CHK] = slow ? CHK_SLOW : filter.size + 1;
+    r[o + R_TAG] = tag;
+    r[o + R_NEXT] = 0;
     this.byId[id] = cell;
-    this.idKey[id] = keyId;
-    this.idLen[id] = len;
-    this.idPh[id] = ph;
-    this.idHash[id] = bh;
-    const h = this.find(keyId, len, ph, bh);
-    if (h < 0) this.insertHead(id, bh);
+    const bh = bucketHash(keyId, len, ph);
+    const b = this.find(keyId, len, ph, bh);
+    if (b < 0) this.insertSlot(id, keyId, len, ph, bh);
     else {
-      let c = this.byId[h]!;
-      while (c.next !== null) c = c.next;
-      c.next = cell;
+      // Appended: a bucket's cells hit in the order they came.
+      let last = this.table[b + T_ID]! - 1;
+      while (r[last * REC + R_NEXT] !== 0) last = r[last * REC + R_NEXT]! - 1;
+      r[last * REC + R_NEXT] = id + 1;
+      this.table[b + T_CHK]! |= CHK_MORE;
     }
     while (this.nodes.length <= keyId) this.nodes.push(undefined);
     let node = this.nodes[keyId];
@@ -215,31 +259,33 @@ export class InstructionIndex<E> {
     return cell;
   }
 
-  remove(cell: IxCell<E>): void {
+  remove(cell: IxCell): void {
     const id = cell.id;
     if (this.byId[id] !== cell) return;
     const k = cell.keyId;
-    const len = this.idLen[id]!;
-    const bh = this.idHash[id]!;
-    const h = this.find(k, len, this.idPh[id]!, bh);
-    if (h === id) {
+    const len = cell.len;
+    const r = this.rec;
+    const b = this.find(k, len, cell.ph, bucketHash(k, len, cell.ph));
+    if (b >= 0) {
       const t = this.table;
-      const mask = t.length - 1;
-      if (cell.next !== null) {
-        // The next cell heads the bucket, in the same slot (same bucket, same slot hash).
-        let s = bh & mask;
-        while (t[s] !== id + 1) s = (s + 1) & mask;
-        t[s] = cell.next.id + 1;
+      const head = t[b + T_ID]! - 1;
+      const next = r[id * REC + R_NEXT]! - 1;
+      if (head === id) {
+        if (next >= 0) this.setHead(b, next);
+        else {
+          this.deleteSlot(b);
+          this.heads--;
+        }
       } else {
-        removeId(t, this.idHash, id);
-        this.heads--;
+        let prev = head;
+        while (prev >= 0 && r[prev * REC + R_NEXT] !== id + 1) prev = r[prev * REC + R_NEXT]! - 1;
+        if (prev >= 0) {
+          r[prev * REC + R_NEXT] = next + 1;
+          if (prev === head && next < 0) t[b + T_CHK]! &= ~CHK_MORE;
+        }
       }
-    } else if (h >= 0) {
-      let c = this.byId[h]!;
-      while (c.next !== null && c.next !== cell) c = c.next;
-      if (c.next === cell) c.next = cell.next;
     }
-    cell.next = null;
+    r.fill(0, id * REC, id * REC + REC);
     this.byId[id] = undefined;
     this.idFree.push(id);
     this.count--;
@@ -256,15 +302,16 @@ export class InstructionIndex<E> {
       // Empty: give the arrays back (ids restart).
       this.byId = [];
       this.idFree = [];
-      this.table = new Int32Array(MIN_TABLE);
+      this.rec = new Int32Array(64 * REC);
+      this.table = new Int32Array(MIN_SLOTS * SLOT);
       this.heads = 0;
     }
   }
 
   /**
-   * Appends to `hits` the cells under program key id k (its `node`) that instruction data d[off, off+len)
-   * satisfies, in the order they came per prefix length (lengths ascending); returns the new count. Called per
-   * top-level instruction whose program has a node, in instruction order.
+   * Appends to `hits` the tags of the cells under program key id k (its `node`) that instruction data
+   * d[off, off+len) satisfies, in the order they came per prefix length (lengths ascending); returns the new count.
+   * Called per top-level instruction whose program has a node, in instruction order.
    */
   matchData(k: number, node: ProgramNode, d: Uint8Array, off: number, len: number): number {
     const lens = node.lens;
@@ -280,23 +327,36 @@ export class InstructionIndex<E> {
         w1 = l > 4 ? word(d, off + 4, l - 4) : 0;
         ph = hashWords(w0, w1);
       } else ph = hashBytes(d, off, l);
-      const h = this.find(k, l, ph, bucketHash(k, l, ph));
-      if (h < 0) continue;
-      for (let c: IxCell<E> | null = this.byId[h]!; c !== null; c = c.next) {
-        if (c.slow ? !dataMatches(c.filter, d, off, len) : c.w0 !== w0 || c.w1 !== w1 || (c.size >= 0 && c.size !== len)) continue;
-        const hits = this.hits;
-        if (n < hits.length) hits[n] = c;
-        else hits.push(c);
-        n++;
+      const b = this.find(k, l, ph, bucketHash(k, l, ph));
+      if (b < 0) continue;
+      const t = this.table;
+      const chk = t[b + T_CHK]!;
+      if (this.passes(t[b + T_W0]!, t[b + T_W1]!, chk, t[b + T_ID]! - 1, w0, w1, d, off, len)) n = this.hit(n, t[b + T_TAG]!);
+      if ((chk & CHK_MORE) === 0) continue;
+      const r = this.rec;
+      for (let id = r[(t[b + T_ID]! - 1) * REC + R_NEXT]! - 1; id >= 0; id = r[id * REC + R_NEXT]! - 1) {
+        const o = id * REC;
+        if (this.passes(r[o + R_W0]!, r[o + R_W1]!, r[o + R_CHK]!, id, w0, w1, d, off, len)) n = this.hit(n, r[o + R_TAG]!);
       }
     }
     return (this.hitCount = n);
   }
 
-  /** Drops the references `hits` holds (a removed filter must not stay reachable from here). */
+  /** Cell `id` (its check words cw0, cw1, chk) against the data, whose first words are w0, w1 (for its length). */
+  private passes(cw0: number, cw1: number, chk: number, id: number, w0: number, w1: number, d: Uint8Array, off: number, len: number): boolean {
+    if ((chk & CHK_SLOW) !== 0) return dataMatches(this.byId[id]!.filter, d, off, len);
+    const size = chk & CHK_SIZE;
+    return cw0 === w0 && cw1 === w1 && (size === 0 || size === len + 1);
+  }
+
+  private hit(n: number, tag: number): number {
+    if (n >= this.hits.length) this.hits = growInts(this.hits, this.hits.length * 2);
+    this.hits[n] = tag;
+    return n + 1;
+  }
+
+  /** Ends the reading of `hits` (the next matchData calls append from 0). */
   clearHits(): void {
-    const hits = this.hits;
-    for (let i = 0; i < this.hitCount; i++) hits[i] = null;
     this.hitCount = 0;
   }
 }

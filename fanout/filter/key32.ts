@@ -36,6 +36,30 @@ export function hash32(b: Uint8Array, o: number): number {
   return (h ^ (h >>> 13)) & 0x7fffffff;
 }
 
+/**
+ * hash32 of the 32 bytes at b[o], leaving their eight little-endian words in w[wo, wo + 8): a lookup that finds
+ * the key then compares those words with the stored ones (equalWords), not the 32 bytes again — on the matching
+ * path every transaction key some filter lists is hashed and compared, a program key of an instruction filter too.
+ */
+export function hash32Words(b: Uint8Array, o: number, w: Int32Array, wo: number): number {
+  let h = SEED;
+  for (let i = 0; i < 8; i++) {
+    const j = o + 4 * i;
+    const x = b[j]! | (b[j + 1]! << 8) | (b[j + 2]! << 16) | (b[j + 3]! << 24);
+    w[wo + i] = x;
+    h = Math.imul(h ^ x, 0x9e3779b1);
+    h ^= h >>> 15;
+  }
+  h = Math.imul(h, 0x85ebca6b);
+  return (h ^ (h >>> 13)) & 0x7fffffff;
+}
+
+/** The eight words at a[ao] equal w[0, 8) (words as hash32Words leaves them). */
+export function equalWords(a: Int32Array, ao: number, w: Int32Array): boolean {
+  for (let i = 0; i < 8; i++) if (a[ao + i] !== w[i]) return false;
+  return true;
+}
+
 export function equal32(a: Uint8Array, ao: number, b: Uint8Array, bo: number): boolean {
   for (let i = 0; i < KEY_LEN; i++) if (a[ao + i] !== b[bo + i]) return false;
   return true;
