@@ -31,6 +31,7 @@
 // the CompletedFecSet's payloads are views into them. Callers must not reuse a packet's memory.
 
 import type { Registry } from '../../infra/base/metrics';
+import { OldestFirstSet } from '../../infra/base/oldest-first';
 import type { CompletedFecSet } from '../fec-set';
 import { DROP_REASONS, type DropReason } from './drop-reasons';
 import { completeSet } from './complete-set';
@@ -105,9 +106,9 @@ export class FecResolver {
   private readonly roots: SignedRoots;
   private readonly counters: ResolverCounters;
   private readonly slots = new Map<number, Map<number, FecSetState>>();
-  /** Insertion order = age: the first entry is the one evicted. */
-  private readonly active = new Set<FecSetState>();
-  private readonly done = new Set<FecSetState>();
+  /** Insertion order = age: the first entry is the one evicted (in O(1): infra/base/oldest-first.ts). */
+  private readonly active = new OldestFirstSet<FecSetState>();
+  private readonly done = new OldestFirstSet<FecSetState>();
   private readonly seenSlots = new Set<number>();
   private highest = -1;
   private readonly windowResetMs: number;
@@ -248,7 +249,7 @@ export class FecResolver {
     }
     sets.set(v.fecSetIndex, st);
     this.active.add(st);
-    if (this.active.size > this.maxActive) this.evict(this.active.values().next().value!, true);
+    if (this.active.size > this.maxActive) this.evict(this.active.oldest()!, true);
     st.accept(v);
     this.counters.plain.accepted.inc();
     if (!this.seenSlots.has(v.slot)) {
@@ -282,7 +283,7 @@ export class FecResolver {
     this.active.delete(st);
     st.release();
     this.done.add(st);
-    if (this.done.size > this.maxDone) this.evict(this.done.values().next().value!, false);
+    if (this.done.size > this.maxDone) this.evict(this.done.oldest()!, false);
     // Failed or not, the set is closed: its root is never opened again (signed-roots.ts).
     this.roots.addCompleted(SignedRoots.rootKey(st.root));
     if (typeof set === 'string') return this.reject(set);
