@@ -4,6 +4,7 @@
 // recover the rest: invert the rows of the shards present and multiply. Shard length varies per set (987 B,
 // 923 B in resigned sets), so it is a parameter everywhere.
 
+import { OldestFirstMap } from '../../infra/base/oldest-first';
 import { gfPow, matInvert, matMul, type Matrix } from './gf256';
 import { combine } from './gf256-kernel';
 
@@ -37,7 +38,7 @@ export function encodeParity(data: readonly Uint8Array[], parity: readonly Uint8
 // (minus is plus in GF(2^8)). So a k×k inversion replaces the 32×32 one: shuffled turbine arrival makes
 // nearly every pattern new, and this is what keeps a cache miss cheap. Patterns that do repeat hit the cache.
 const DECODE_CACHE_MAX = 2048;
-const decodeCache = new Map<string, Matrix>();
+const decodeCache = new OldestFirstMap<string, Matrix>();
 
 function decodeRows(present: readonly number[], parityRows: readonly number[], missing: readonly number[]): Matrix {
   const a = parityRows.map((p) => Uint8Array.from(missing, (m) => ENCODING_MATRIX[p]![m]!));
@@ -83,7 +84,7 @@ export function recoverData(shards: Array<Uint8Array | undefined>, len: number, 
   let dec = decodeCache.get(key);
   if (dec === undefined) {
     dec = decodeRows(present, parityRows, missing);
-    if (decodeCache.size >= DECODE_CACHE_MAX) decodeCache.delete(decodeCache.keys().next().value!);
+    if (decodeCache.size >= DECODE_CACHE_MAX) decodeCache.deleteOldest();
     decodeCache.set(key, dec);
   }
   const inputs = [...present, ...parityRows].map((i) => shards[i]!);

@@ -14,6 +14,7 @@
 // Both tables are bounded (oldest dropped first). An unproven source dropped and seen again starts with a
 // full bucket, which the shared pool caps. No source (replay from a file, tests) = no budget.
 
+import { OldestFirstMap } from '../../infra/base/oldest-first';
 export type SourceClass = 'good' | 'unproven';
 
 export interface SourceBudgetOptions {
@@ -52,8 +53,10 @@ export class SourceBudgets {
   private readonly poolPerMs: number;
   private readonly maxUnproven: number;
   private readonly maxGood: number;
-  private readonly unproven = new Map<string, Bucket>();
-  private readonly good = new Map<string, Bucket>();
+  // Oldest first in O(1) (infra/base/oldest-first.ts): a flood from many addresses evicts an unproven one per new
+  // address, and a plain Map's first key walks every entry deleted before it.
+  private readonly unproven = new OldestFirstMap<string, Bucket>();
+  private readonly good = new OldestFirstMap<string, Bucket>();
   private readonly pool: Bucket;
 
   constructor(opts: SourceBudgetOptions = {}) {
@@ -83,7 +86,7 @@ export class SourceBudgets {
     if (b === undefined) {
       b = new Bucket(this.burst, nowMs);
       this.unproven.set(source, b);
-      if (this.unproven.size > this.maxUnproven) this.unproven.delete(this.unproven.keys().next().value!);
+      if (this.unproven.size > this.maxUnproven) this.unproven.deleteOldest();
     }
     return b.has(nowMs, this.burst, this.perMs) && this.pool.has(nowMs, this.poolBurst, this.poolPerMs);
   }
@@ -107,7 +110,7 @@ export class SourceBudgets {
     const b = this.unproven.get(source) ?? new Bucket(this.burst, nowMs);
     this.unproven.delete(source);
     this.good.set(source, b);
-    if (this.good.size > this.maxGood) this.good.delete(this.good.keys().next().value!);
+    if (this.good.size > this.maxGood) this.good.deleteOldest();
   }
 
   sizes(): { good: number; unproven: number } {
