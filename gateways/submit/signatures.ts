@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { OldestFirstMap } from '../../infra/base/oldest-first';
 
 // Ed25519 verification of every signature of a transaction with node:crypto (OpenSSL). node:crypto takes
 // KeyObjects, and building one from a raw key (SPKI DER wrap + parse) costs about as much as a verification,
@@ -11,7 +12,8 @@ const SIG_SZ = 64;
 export type SignatureCheck = { ok: true } | { ok: false; reason: 'unsigned' | 'invalid_signature'; index: number };
 
 export class SignatureVerifier {
-  private readonly keys = new Map<string, crypto.KeyObject | null>();
+  /** Oldest first in O(1) at the cap (infra/base/oldest-first.ts: a Map's first key walks its deleted entries). */
+  private readonly keys = new OldestFirstMap<string, crypto.KeyObject | null>();
   private readonly spki = Buffer.alloc(SPKI_ED25519_PREFIX.length + PUBKEY_SZ);
 
   constructor(private readonly maxKeys = 65_536) {
@@ -29,7 +31,7 @@ export class SignatureVerifier {
     } catch {
       k = null;
     }
-    if (this.keys.size >= this.maxKeys) this.keys.delete(this.keys.keys().next().value!);
+    if (this.keys.size >= this.maxKeys) this.keys.deleteOldest();
     this.keys.set(id, k);
     return k;
   }
