@@ -3,6 +3,7 @@ import type { Bus, Consumer } from '../../bus/bus';
 import { TOPIC } from '../../bus/topics';
 import { decodeFleetReport, encodeFleetReport } from '../../bus/topics/fleet-usage';
 import type { Log } from '../../infra/base/log';
+import { metrics as defaultRegistry, type Registry } from '../../infra/base/metrics';
 import type { FleetBudget } from './fleet-budget';
 
 // The background half of fleet-wide limits: every `intervalMs` this instance publishes what it spent of each
@@ -25,6 +26,8 @@ export interface FleetExchangeOptions {
   log: Log;
   topic?: string;
   now?: () => number;
+  /** Where its gauges go (members, exchange out); the process's registry by default. */
+  registry?: Registry;
 }
 
 export interface FleetExchange {
@@ -105,7 +108,27 @@ export async function startFleetExchange(o: FleetExchangeOptions): Promise<Fleet
       sending = null;
     });
   };
-  const timer = setInterval(tick, o.intervalMs);
+  // What an operator (and the fleet test) needs to tell a limiter holding a rental to its part from one counting
+  // alone: the members this instance counts, and whether its exchange is out (its own reports not read back).
+  const registry = o.registry ?? defaultRegistry;
+  const lead = o.budgets[names[0]!]!;
+  const out = (): boolean => names.some((n) => o.budgets[n]!.exchangeOut(now()));
+  const gauges = [
+    registry.gauge('meridian_fleet_members', 'Fleet instances this one counts in its rentals\' budgets, itself included', { surface: o.surface }, () => lead.members(now())),
+    registry.gauge('meridian_fleet_exchange_out', '1 while this instance holds to its part of each budget: its usage reports are not read back, or a peer kept through an outage has not reported since', { surface: o.surface }, () => (out() ? 1 : 0)),
+  ];
+  let wasOut = false;
+  const watch = (): void => {
+    const isOut = out();
+    if (isOut === wasOut) return;
+    wasOut = isOut;
+    if (isOut) o.log.warn({ surface: o.surface, members: lead.members(now()) }, 'fleet exchange out: this instance holds to its part of each rental until its usage reports come back');
+    else o.log.info({ surface: o.surface, members: lead.members(now()) }, 'fleet exchange back: usage reports read back again');
+  };
+  const timer = setInterval(() => {
+    watch();
+    tick();
+  }, o.intervalMs);
   timer.unref();
   tick();
   o.log.info({ surface: o.surface, intervalMs: o.intervalMs, budgets: names }, 'fleet limits on: usage exchanged with the other instances');
@@ -114,6 +137,7 @@ export async function startFleetExchange(o: FleetExchangeOptions): Promise<Fleet
     close: async () => {
       closed = true;
       clearInterval(timer);
+      for (const g of gauges) registry.remove(g);
       await sending;
       await consumer.close();
     },

