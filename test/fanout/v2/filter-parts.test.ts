@@ -8,14 +8,14 @@ import { getTransferInstruction } from '@solana-program/token';
 import type { ProduceRecord } from '../../../bus/bus';
 import { encodeTxRecord } from '../../../bus/topics/stream-transactions';
 import type { LocalChain } from '../../../infra/local/chain';
-import { DataBytes, FilterAckStatus, InstructionFilter, TransactionFilter } from '../../../proto/gen/stream_v2_pb';
-import { BoolValue, UInt32Value } from 'google-protobuf/google/protobuf/wrappers_pb';
+import { FilterAckStatus, type TransactionFilter } from '../../../proto/gen/stream_v2_pb';
 import { decodeTransaction } from '../../../proto/txn/decode';
 import { encodeTransaction } from '../../../proto/wire';
 import { closeConnection, connect, payerOf, startNode } from '../../infra/local/chain/support';
 import { waitFor } from '../../support/wait';
 import { startTestFanout, type TestFanout } from '../support';
 import { seqsContiguous, V2Client } from './client';
+import { filter } from './filter-spec';
 
 // Stream v2's filter parts beyond account lists, end to end (a fanout on an embedded bus, grpc-js clients over the
 // generated messages): golden transactions built by published client libraries — web3.js's SystemProgram and
@@ -30,49 +30,6 @@ const TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
 const COMPUTE_BUDGET = ComputeBudgetProgram.programId.toBase58();
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 const kp = (i: number): Keypair => Keypair.fromSeed(Uint8Array.from({ length: 32 }, () => i));
-
-interface Ix {
-  program: string;
-  prefix?: number[];
-  at?: Array<[number, number[]]>;
-  size?: number;
-}
-
-function filter(p: { include?: string[]; writable?: string[]; signer?: string[]; ixs?: Ix[]; signature?: string; vote?: boolean; matchLoaded?: boolean }): TransactionFilter {
-  const f = new TransactionFilter();
-  f.setAccountIncludeList(p.include ?? []);
-  f.setAccountWritableList(p.writable ?? []);
-  f.setAccountSignerList(p.signer ?? []);
-  f.setMatchLoadedAddresses(p.matchLoaded ?? false);
-  if (p.signature !== undefined) f.setSignature(p.signature);
-  if (p.vote !== undefined) {
-    const v = new BoolValue();
-    v.setValue(p.vote);
-    f.setVote(v);
-  }
-  f.setInstructionsList(
-    (p.ixs ?? []).map((x) => {
-      const i = new InstructionFilter();
-      i.setProgramId(x.program);
-      i.setDataPrefix(Uint8Array.from(x.prefix ?? []));
-      i.setDataAtList(
-        (x.at ?? []).map(([offset, bytes]) => {
-          const d = new DataBytes();
-          d.setOffset(offset);
-          d.setBytes(Uint8Array.from(bytes));
-          return d;
-        }),
-      );
-      if (x.size !== undefined) {
-        const v = new UInt32Value();
-        v.setValue(x.size);
-        i.setDataSize(v);
-      }
-      return i;
-    }),
-  );
-  return f;
-}
 
 /** The stream.transactions record ingest publishes for these wire bytes (its decoder, its encoder). */
 function recordOf(raw: Uint8Array, slot: bigint): ProduceRecord {
