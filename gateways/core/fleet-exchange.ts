@@ -122,8 +122,9 @@ export async function startFleetExchange(o: FleetExchangeOptions): Promise<Fleet
     const isOut = out();
     if (isOut === wasOut) return;
     wasOut = isOut;
-    if (isOut) o.log.warn({ surface: o.surface, members: lead.members(now()) }, 'fleet exchange out: this instance holds to its part of each rental until its usage reports come back');
-    else o.log.info({ surface: o.surface, members: lead.members(now()) }, 'fleet exchange back: usage reports read back again');
+    const at = { surface: o.surface, members: lead.members(now()) };
+    if (isOut) o.log.warn(at, 'fleet exchange out: this instance holds to its part of each rental until its usage reports come back');
+    else o.log.info(at, 'fleet exchange back: usage reports read back again');
   };
   const timer = setInterval(() => {
     watch();

@@ -21,6 +21,7 @@ import { startFakeNode, type FakeNode } from '../gateways/fake-node';
 import { startBillingChild, totalsIn, type BillingChild } from '../infra/ops/billing/support';
 import { makeTx, txRecord } from '../fanout/support';
 import { seqsContiguous, V2Client } from '../fanout/v2/client';
+import { readFleetGauges } from '../support/fleet-gauges';
 import { onRunEnd } from '../support/global-fixtures';
 import { assertTopicsAsSpecified } from '../support/cluster-topics';
 import { quietLog } from '../support/log-capture';
@@ -389,24 +390,11 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
     // bus outage, not a limiter that forgot a dead peer; a refusal is judged against the rental's spend only when
     // the survivor counted itself alone with its exchange in, before and after it.
     const fleetView: Array<{ sentAt: number; at: number; members: number; out: number }> = [];
-    const viewAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const gauge = (text: string, name: string): number => {
-      const m = new RegExp(`^${name}\\{surface="rpc"\\} (\\S+)$`, 'm').exec(text);
-      return m === null ? NaN : Number(m[1]);
-    };
     const view = (async () => {
       while (live()) {
         const sentAt = Date.now();
-        const text = await new Promise<string>((resolve) => {
-          const req = http.get(gateways[0]!.endpoints.metrics!, { agent: viewAgent }, (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-            res.on('error', () => resolve(''));
-          });
-          req.on('error', () => resolve(''));
-        });
-        fleetView.push({ sentAt, at: Date.now(), members: gauge(text, 'meridian_fleet_members'), out: gauge(text, 'meridian_fleet_exchange_out') });
+        const g = await readFleetGauges(gateways[0]!.endpoints.metrics!);
+        fleetView.push({ sentAt, at: Date.now(), ...g });
         await new Promise((r) => setTimeout(r, Math.max(0, sentAt + 100 - Date.now())));
       }
     })();
@@ -485,7 +473,6 @@ describe('multi-host deployment on a 3-broker Kafka cluster, under faults', func
       mark(`probe rental suspended: refused after ${suspendedIn.join(', ')} ms`);
     })();
     await Promise.all([shreds, rpc, sub, faults, view]);
-    viewAgent.destroy();
     const t1 = Date.now();
     await brokerBack;
     rpcAgent.destroy();

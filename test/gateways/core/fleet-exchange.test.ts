@@ -4,6 +4,7 @@ import { EmbeddedBus } from '../../../bus/embedded';
 import { defaultTopicSpecs, TOPIC } from '../../../bus/topics';
 import { FleetBudget, startFleetExchange, type FleetExchange } from '../../../gateways/core';
 import { Registry } from '../../../infra/base/metrics';
+import { fleetGauges } from '../../support/fleet-gauges';
 import { quietLog } from '../../support/log-capture';
 import { waitFor } from '../../support/wait';
 
@@ -43,12 +44,6 @@ function gatedReads(bus: Bus): { bus: Bus; shut(): void; open(): void } {
   };
 }
 
-function gauges(r: Registry): { members: number; out: number } {
-  const text = r.lines().flatMap((f) => f.lines).join('\n');
-  const read = (name: string): number => Number(new RegExp(`^${name}\\{surface="rpc"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  return { members: read('meridian_fleet_members'), out: read('meridian_fleet_exchange_out') };
-}
-
 describe('fleet exchange: members and exchange-out gauges, and the lines an operator reads', function () {
   this.timeout(30_000);
   const open: FleetExchange[] = [];
@@ -73,29 +68,29 @@ describe('fleet exchange: members and exchange-out gauges, and the lines an oper
     const rb = new Registry();
     const b = await start(bus, rb);
 
-    await waitFor(() => gauges(ra).members === 2 && gauges(rb).members === 2, 5_000, 'each counts the other', 10);
-    assert.deepEqual(gauges(ra), { members: 2, out: 0 });
+    await waitFor(() => fleetGauges(ra.render()).members === 2 && fleetGauges(rb.render()).members === 2, 5_000, 'each counts the other', 10);
+    assert.deepEqual(fleetGauges(ra.render()), { members: 2, out: 0 });
 
     // A reads nothing: its own reports stop coming back, so it keeps its peer and holds to its part.
     gate.shut();
-    await waitFor(() => gauges(ra).out === 1, 5_000, 'A takes its exchange for out', 10);
-    assert.equal(gauges(ra).members, 2, 'a peer silent with the bus is kept');
+    await waitFor(() => fleetGauges(ra.render()).out === 1, 5_000, 'A takes its exchange for out', 10);
+    assert.equal(fleetGauges(ra.render()).members, 2, 'a peer silent with the bus is kept');
     await waitFor(() => a.lines.some((l) => l.includes('fleet exchange out')), 2_000, 'the warning', 10);
-    assert.deepEqual(gauges(rb), { members: 2, out: 0 }, 'B still reads both');
+    assert.deepEqual(fleetGauges(rb.render()), { members: 2, out: 0 }, 'B still reads both');
     const outLines = a.lines.filter((l) => l.includes('fleet exchange out'));
     assert.equal(outLines.length, 1, 'said once');
     assert.equal(JSON.parse(outLines[0]!).level, 40);
 
     gate.open();
-    await waitFor(() => gauges(ra).out === 0, 5_000, 'A has its exchange back', 10);
+    await waitFor(() => fleetGauges(ra.render()).out === 0, 5_000, 'A has its exchange back', 10);
     await waitFor(() => a.lines.some((l) => l.includes('fleet exchange back')), 2_000, 'the line when it is back', 10);
     assert.equal(a.lines.filter((l) => l.includes('fleet exchange out')).length, 1, 'out said once in all');
-    assert.equal(gauges(ra).members, 2);
+    assert.equal(fleetGauges(ra.render()).members, 2);
 
     // B closes: A lets it go after the expiry; nothing is out.
     await b.x.close();
-    await waitFor(() => gauges(ra).members === 1, 5_000, 'A counts itself alone', 10);
-    assert.equal(gauges(ra).out, 0);
+    await waitFor(() => fleetGauges(ra.render()).members === 1, 5_000, 'A counts itself alone', 10);
+    assert.equal(fleetGauges(ra.render()).out, 0);
     for (const l of [...a.lines, ...b.lines]) assert.doesNotMatch(l, /embedded:|\d+\.\d+\.\d+\.\d+/, 'no address in a line');
     await a.x.close();
     await bus.close();

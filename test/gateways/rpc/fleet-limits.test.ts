@@ -9,6 +9,7 @@ import { defaultTopicSpecs, TOPIC } from '../../../bus/topics';
 import type { Rental } from '../../../bus/topics/rentals';
 import type { Endpoints } from '../../../infra/base/endpoints';
 import { kafkaBrokers } from '../../support/kafka';
+import { readFleetGauges } from '../../support/fleet-gauges';
 import { quietLog } from '../../support/log-capture';
 import { cliCommand, projectRoot } from '../../support/paths';
 import { waitFor } from '../../support/wait';
@@ -80,20 +81,6 @@ async function startGateway(brokers: string[], upstream: FakeNode): Promise<Gate
   assert.ok(e.rpc !== undefined && e.metrics !== undefined, out);
   assert.match(out, /fleet limits on/, 'the exchange runs');
   return { child, url: e.rpc.http, metrics: e.metrics, out: () => out, dir };
-}
-
-/** What an instance's /metrics says of its fleet (the rpc surface). */
-async function fleetGauges(g: Gateway): Promise<{ members: number; out: number }> {
-  const text = await new Promise<string>((resolve, reject) => {
-    http.get(g.metrics, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      res.on('error', reject);
-    }).on('error', reject);
-  });
-  const read = (name: string): number => Number(new RegExp(`^${name}\\{surface="rpc"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  return { members: read('meridian_fleet_members'), out: read('meridian_fleet_exchange_out') };
 }
 
 async function stopGateway(g: Gateway, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
@@ -249,7 +236,7 @@ describe('chain gateway: fleet-wide limits across instances (separate processes,
     // Within the bound because it limits, not because it starves: the last window is near the whole rental.
     assert.ok(steady3 >= BUDGET * 0.85, `only ${steady3} admitted in the last 10 s window at three instances`);
     // What each says of the fleet it counts, as an operator reads it.
-    for (const g of three) assert.deepEqual(await fleetGauges(g), { members: 3, out: 0 });
+    for (const g of three) assert.deepEqual(await readFleetGauges(g.metrics), { members: 3, out: 0 });
 
     // SIGKILL one; the client keeps going (the dead one leaves its rotation on the first failed connection).
     const victim = three[2]!;
@@ -262,7 +249,7 @@ describe('chain gateway: fleet-wide limits across instances (separate processes,
     process.stdout.write(`      after SIGKILL: ${after} units in the 10 s window from ${RETURN_MS / 1000} s after the kill (${(after / BUDGET).toFixed(3)}×); max over the run ${peakAll} (${(peakAll / BUDGET).toFixed(3)}×)\n`);
     assert.ok(peakAll <= BUDGET * BOUND, `${peakAll} admitted in a 10 s window; bound ${BUDGET * BOUND}`);
     assert.ok(after >= BUDGET * 0.9, `two instances admitted ${after} of the rental's ${BUDGET} in the window from ${RETURN_MS} ms after the kill`);
-    for (const g of three.slice(0, 2)) assert.deepEqual(await fleetGauges(g), { members: 2, out: 0 });
+    for (const g of three.slice(0, 2)) assert.deepEqual(await readFleetGauges(g.metrics), { members: 2, out: 0 });
     for (const g of gateways.slice(0, 2)) assert.doesNotMatch(g.out(), /"level":50/, g.out());
   });
 });
