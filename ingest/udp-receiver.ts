@@ -159,7 +159,16 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     dedicated.set(key, null);
     lastHeard.set(key, now()); // a socket that fails to bind stays null and is reclaimed like an idle one
     const d = dgram.createSocket({ type, reuseAddr: true });
-    d.on('message', (msg) => {
+    d.on('message', (msg, rinfo) => {
+      // Between bind() and connect() (Node has no way to do both at once) this socket is a second listener on the
+      // port, and Linux hands the newest bound socket what would have gone to the shared one: anyone's datagrams,
+      // a flood's included, can land here, and some may still sit in its buffer after connect(). Only the peer's
+      // are the peer's; the rest are judged as the shared socket judges them (so a forgery is never charged to
+      // the good feed's budget: the flood test saw exactly that, now and then).
+      if (rinfo.port !== port || rinfo.address !== source) {
+        onShared(msg, rinfo);
+        return;
+      }
       received++;
       lastHeard.set(key, now());
       if (size >= cap) queueDrops++;
@@ -185,7 +194,7 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
     });
   };
 
-  socket.on('message', (msg, rinfo) => {
+  const onShared = (msg: Buffer, rinfo: dgram.RemoteInfo): void => {
     received++;
     if (size >= cap) {
       queueDrops++;
@@ -201,7 +210,8 @@ export async function startUdpReceiver(opts: UdpReceiverOptions, handle: PacketH
       if (good && maxDedicated > 0) dedicate(source, rinfo.port);
     }
     enqueue(msg, source);
-  });
+  };
+  socket.on('message', onShared);
   try {
     // SO_REUSEADDR (for the dedicated sockets) would let this bind share a port another process holds with the
     // option set, a second ingest say, and split the feed silently. A plain socket bound first fails on a port

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
+import { Worker } from 'node:worker_threads';
 import { startUdpReceiver } from '../../ingest/udp-receiver';
 import { quietLog } from '../support/log-capture';
 import { waitFor } from '../support/wait';
@@ -88,6 +89,62 @@ describe('ingest: UDP receiver', () => {
       assert.equal(rx.stats().received, 4);
     } finally {
       for (const s of [feedA, feedB, other]) s.close();
+      await rx.close();
+    }
+  });
+  it('datagrams from others that reach a dedicated socket before its connect() keep their own source', async () => {
+    // Each new feed port gets a socket bound to the port (SO_REUSEADDR) and only then connect()ed; in between,
+    // Linux gives that socket what the shared one would have had. Another address floods throughout while
+    // 40 feed ports are given sockets: every flood datagram must still be handed over as the flood's.
+    const got: Array<[string, number]> = [];
+    const rx = await startUdpReceiver(
+      { host: '127.0.0.1', port: 0, recvBufferBytes: 1 << 20, queuePackets: 1 << 16, dedicatedSockets: 64, preferred: (s) => s === '127.0.0.1' },
+      (p, _t, source) => got.push([source, p[0]!]),
+    );
+    const bind = (addr: string): Promise<dgram.Socket> => new Promise((r) => { const s = dgram.createSocket('udp4'); s.bind(0, addr, () => r(s)); });
+    const feeds: dgram.Socket[] = [];
+    const FLOOD = 0x46; // 'F'
+    const FEED = 0x47;
+    // The flood runs in a thread of its own, as a real one runs beside ingest (in this thread it would pause
+    // whenever the receiver's bind and connect callbacks run, and never fall between them).
+    const flooder = new Worker(`
+      const dgram = require('node:dgram');
+      const { parentPort, workerData } = require('node:worker_threads');
+      const s = dgram.createSocket('udp4');
+      let on = true, sent = 0;
+      parentPort.on('message', () => { on = false; s.close(() => parentPort.postMessage(sent)); });
+      const pkt = Buffer.from([workerData.tag, 0, 0, 0]);
+      const go = () => { if (!on) return; for (let i = 0; i < 64; i++) s.send(pkt, workerData.port, '127.0.0.1'); sent += 64; setImmediate(go); };
+      s.bind(0, '127.0.0.2', go);
+    `, { eval: true, workerData: { port: rx.address.port, tag: FLOOD } });
+    let floodSent = 0;
+    const stopFlood = async (): Promise<void> => {
+      const n = new Promise<number>((r) => flooder.once('message', r));
+      flooder.postMessage('stop');
+      floodSent = await n;
+      await flooder.terminate();
+    };
+    try {
+      await waitFor(() => got.length > 100, 5000, 'the flood');
+      for (let i = 0; i < 40; i++) {
+        const f = await bind('127.0.0.1');
+        feeds.push(f);
+        // The flood fills the shared socket's buffer, so the kernel may drop this sender's first datagrams too.
+        await waitFor(() => {
+          f.send(Buffer.from([FEED, 0, 0, 0]), rx.address.port, '127.0.0.1');
+          return rx.stats().dedicated === i + 1;
+        }, 10_000, `dedicated socket ${i + 1}`);
+      }
+      await stopFlood();
+      await waitFor(() => rx.stats().queued === 0, 5000, 'the queue drained');
+      const floodGot = got.filter(([, k]) => k === FLOOD);
+      assert.ok(floodGot.length > 1000, `the flood arrived (${floodGot.length} of ${floodSent})`);
+      const misattributed = floodGot.filter(([s]) => s !== '127.0.0.2').length;
+      assert.equal(misattributed, 0, `flood datagrams handed over as the feed's (${misattributed} of ${floodGot.length})`);
+      assert.ok(got.filter(([, k]) => k === FEED).every(([s]) => s === '127.0.0.1'));
+    } finally {
+      await flooder.terminate();
+      for (const s of feeds) s.close();
       await rx.close();
     }
   });
