@@ -87,26 +87,52 @@ interface Topic {
 }
 
 /**
- * A record's key, value and header values copied into one allocation of the record's own size, which lives and
- * dies with the record. Not Buffer.from per field: a copy smaller than half of Buffer.poolSize is a slice of a
- * shared pool slab (8 KiB on Node 20, 64 KiB on Node 24), and a record the log keeps pins its whole slab, with
- * every short-lived buffer cut from the same slab, for as long as the record is retained, far beyond the bytes
- * that maxBytes counts. Measured in test/fanout/hostile-load.test.ts on Node 24: 1,000 retained records pinned
- * 709 slabs of 64 KiB (44 MiB held after GC) with per-field copies.
+ * Produced records are copied into allocations of their own (Buffer.allocUnsafeSlow), never Buffer.from per
+ * field: a copy smaller than half of Buffer.poolSize is a slice of a shared pool slab (8 KiB on Node 20, 64 KiB on
+ * Node 24), and a record the log keeps pins its whole slab, with every short-lived buffer cut from the same slab,
+ * for as long as the record is retained, far beyond the bytes that maxBytes counts. Measured in
+ * test/fanout/hostile-load.test.ts on Node 24: 1,000 retained records pinned 709 slabs of 64 KiB (44 MiB held
+ * after GC) with per-field copies.
+ * A plain topic's records of one produce call that go to one partition share an allocation (up to
+ * GROUP_MAX_BYTES): they sit side by side in that partition's log and leave it together, oldest first, so what
+ * the log keeps beyond its counted bytes is at most the part of one group per partition whose neighbours were
+ * evicted already. One allocation per record was the largest part of what the service's own event producers
+ * cost the embedded bus (test/bench/submit.ts, traces on: an ArrayBuffer and its backing store per event, and the
+ * garbage collection they drive). A compacted topic removes superseded records one by one, so each of its
+ * records keeps an allocation of its own.
  */
-function copyRecord(r: ProduceRecord): { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> } {
+const GROUP_MAX_BYTES = 256 * 1024;
+
+function recordBytes(r: ProduceRecord): number {
   let size = (r.key?.length ?? 0) + (r.value?.length ?? 0);
   if (r.headers !== undefined) for (const h in r.headers) size += r.headers[h]!.length;
-  const own = Buffer.allocUnsafeSlow(size);
-  let off = 0;
-  const take = (b: Buffer): Buffer => {
-    const at = off;
-    off += b.copy(own, at);
-    return own.subarray(at, off);
-  };
+  return size;
+}
+
+/** Copies one record's key, value and headers into `own` from `at` (the caller made room for recordBytes(r)). */
+function copyRecordInto(r: ProduceRecord, own: Buffer, at: number): { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> } {
+  let off = at;
   const headers: Record<string, Buffer> = {};
-  if (r.headers !== undefined) for (const h in r.headers) setOwn(headers, h, take(r.headers[h]!));
-  return { key: r.key === null ? null : take(r.key), value: r.value === null ? null : take(r.value), headers };
+  if (r.headers !== undefined) {
+    for (const h in r.headers) {
+      const from = off;
+      off += r.headers[h]!.copy(own, off);
+      setOwn(headers, h, own.subarray(from, off));
+    }
+  }
+  let key: Buffer | null = null;
+  if (r.key !== null) {
+    const from = off;
+    off += r.key.copy(own, off);
+    key = own.subarray(from, off);
+  }
+  let value: Buffer | null = null;
+  if (r.value !== null) {
+    const from = off;
+    off += r.value.copy(own, off);
+    value = own.subarray(from, off);
+  }
+  return { key, value, headers };
 }
 
 export class EmbeddedBus implements Bus {
@@ -179,12 +205,45 @@ export class EmbeddedBus implements Bus {
     const copyIn = this.opts.copyOnProduce ?? true;
     const now = Date.now();
     const touched = new Set<PartitionLog>();
-    for (const r of records) {
-      const p = r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
-      const log = t.logs[p]!;
-      const c = copyIn ? copyRecord(r) : { key: r.key, value: r.value, headers: { ...r.headers } };
-      log.append(c.key, c.value, c.headers, now);
-      touched.add(log);
+    if (!copyIn || t.spec.compacted) {
+      for (const r of records) {
+        const p = r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
+        const log = t.logs[p]!;
+        const c = copyIn ? copyRecordInto(r, Buffer.allocUnsafeSlow(recordBytes(r)), 0) : { key: r.key, value: r.value, headers: { ...r.headers } };
+        log.append(c.key, c.value, c.headers, now);
+        touched.add(log);
+      }
+    } else {
+      // Two passes: each record's partition and size, so each partition's share is one allocation (see
+      // GROUP_MAX_BYTES), then the copies.
+      const parts = new Array<number>(records.length);
+      const sizes = new Array<number>(records.length);
+      const left = new Array<number>(n).fill(0);
+      for (let i = 0; i < records.length; i++) {
+        const r = records[i]!;
+        const p = r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
+        const size = recordBytes(r);
+        parts[i] = p;
+        sizes[i] = size;
+        left[p]! += size;
+      }
+      const chunks = new Array<Buffer | null>(n).fill(null);
+      const used = new Array<number>(n).fill(0);
+      for (let i = 0; i < records.length; i++) {
+        const p = parts[i]!;
+        const size = sizes[i]!;
+        let chunk = chunks[p] ?? null;
+        if (chunk === null || used[p]! + size > chunk.length) {
+          chunk = chunks[p] = Buffer.allocUnsafeSlow(Math.max(size, Math.min(left[p]!, GROUP_MAX_BYTES)));
+          used[p] = 0;
+        }
+        const c = copyRecordInto(records[i]!, chunk, used[p]!);
+        used[p]! += size;
+        left[p]! -= size;
+        const log = t.logs[p]!;
+        log.append(c.key, c.value, c.headers, now);
+        touched.add(log);
+      }
     }
     for (const log of touched) for (const reader of log.readers) reader.wake();
   }

@@ -15,6 +15,9 @@ import type { TraceStore } from './trace-store';
 //   4. getSignatureStatuses in batches of ≤ 256: a status lands the trace (polling continues until `commitment`);
 //      no status and a blockhash found invalid in step 3 (before this query) = expired — it can no longer land.
 // So the cost is at most (maxStatusCallsPerTick + maxBlockhashChecksPerTick) calls per interval, whatever the load.
+// A failed call ends the tick (the node that refused one call would refuse the next) and the following ticks
+// wait out a backoff that doubles from one interval up to MAX_BACKOFF_MS, reset by the first call that
+// succeeds: an unreachable status node costs one call per backoff, not the whole budget every interval.
 
 export interface StatusPollerOptions {
   intervalMs: number;
@@ -30,6 +33,8 @@ export interface StatusPollerOptions {
 /** Blockhash verdicts remembered at most (oldest first out). */
 const MAX_BLOCKHASHES = 10_000;
 const WARN_EVERY_MS = 10_000;
+/** The longest wait after failed calls: a node back up is polled again within this. */
+export const MAX_BACKOFF_MS = 10_000;
 
 export class StatusPoller {
   private timer: NodeJS.Timeout | null = null;
@@ -38,6 +43,9 @@ export class StatusPoller {
   /** blockhash → checkedAt (wall ms) when valid, or -1 once found invalid. */
   private readonly blockhashes = new Map<string, number>();
   private lastWarn = 0;
+  /** After failed calls: no call before this (wall ms), and the next wait if the next call fails too. */
+  private retryAt = 0;
+  private backoffMs = 0;
 
   constructor(
     private readonly store: TraceStore,
@@ -60,6 +68,7 @@ export class StatusPoller {
   /** One round (tests drive it directly). Never rejects. */
   async tick(now = Date.now()): Promise<void> {
     this.store.sweep(now);
+    if (now < this.retryAt) return;
     const max = this.opts.maxStatusCallsPerTick * MAX_STATUSES_PER_CALL;
     const batch: Trace[] = [];
     for (const t of this.store.pending) {
@@ -74,14 +83,13 @@ export class StatusPoller {
       this.store.pending.add(t);
     }
     const invalid = await this.checkBlockhashes(batch, now);
+    if (invalid === null) return;
     for (let i = 0; i < batch.length; i += MAX_STATUSES_PER_CALL) {
       const part = batch.slice(i, i + MAX_STATUSES_PER_CALL);
       this.metrics.statusCalls.inc();
       const r = await this.source.statuses(part.map((t) => t.signature));
-      if (!r.ok) {
-        this.failed('getSignatureStatuses', r.error);
-        continue;
-      }
+      if (!r.ok) return this.failed('getSignatureStatuses', r.error, now);
+      this.succeeded();
       if (r.slot > 0) this.store.noteSlot(r.slot);
       for (let k = 0; k < part.length; k++) {
         const t = part[k]!;
@@ -93,8 +101,8 @@ export class StatusPoller {
     }
   }
 
-  /** The batch's blockhashes found invalid (now or before), checking at most the per-tick budget. */
-  private async checkBlockhashes(batch: Trace[], now: number): Promise<Set<string>> {
+  /** The batch's blockhashes found invalid (now or before), checking at most the per-tick budget; null after a failed call. */
+  private async checkBlockhashes(batch: Trace[], now: number): Promise<Set<string> | null> {
     const invalid = new Set<string>();
     const toCheck: string[] = [];
     for (const t of batch) {
@@ -108,9 +116,10 @@ export class StatusPoller {
       // Judged at `confirmed`: a blockhash too old for the confirmed bank is too old for every bank built on it.
       const r = await this.source.blockhashValid(bh, 'confirmed');
       if (!r.ok) {
-        this.failed('isBlockhashValid', r.error);
-        continue;
+        this.failed('isBlockhashValid', r.error, now);
+        return null;
       }
+      this.succeeded();
       this.blockhashes.delete(bh);
       if (this.blockhashes.size >= MAX_BLOCKHASHES) this.blockhashes.delete(this.blockhashes.keys().next().value!);
       this.blockhashes.set(bh, r.valid ? now : -1);
@@ -119,13 +128,20 @@ export class StatusPoller {
     return invalid;
   }
 
-  private failed(method: string, error: string): void {
+  private failed(method: string, error: string, now: number): void {
     this.metrics.statusErrors.inc();
-    const now = Date.now();
-    if (now - this.lastWarn >= WARN_EVERY_MS) {
-      this.lastWarn = now;
-      this.opts.log.warn({ method, error }, 'trace status call failed (traces stay pending; counted)');
+    this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs === 0 ? this.opts.intervalMs : this.backoffMs * 2);
+    this.retryAt = now + this.backoffMs;
+    const wall = Date.now();
+    if (wall - this.lastWarn >= WARN_EVERY_MS) {
+      this.lastWarn = wall;
+      this.opts.log.warn({ method, error, retryInMs: this.backoffMs }, 'trace status call failed (traces stay pending; counted; polling backs off)');
     }
+  }
+
+  private succeeded(): void {
+    this.backoffMs = 0;
+    this.retryAt = 0;
   }
 
   async close(): Promise<void> {

@@ -265,29 +265,61 @@ describe('EmbeddedBus', () => {
     assert.equal(got.messages.length, 0);
   });
 
-  it('a retained record holds its own bytes, not a shared pool slab (which would pin far more than maxBytes counts)', async () => {
+  it('a retained record holds bytes of its own partition and produce call, not a shared pool slab (which would pin far more than maxBytes counts)', async () => {
     // Buffer.from of a small buffer is a slice of a pool slab (8 KiB on Node 20, 64 KiB on Node 24); a record the
     // log keeps would pin the slab and every short-lived buffer cut from it. Measured on Node 24 before the fix:
-    // 1,000 retained records pinned 44 MiB of slabs (test/fanout/hostile-load.test.ts).
+    // 1,000 retained records pinned 44 MiB of slabs (test/fanout/hostile-load.test.ts). A plain topic's records
+    // of one call and one partition share one allocation of exactly their bytes (they leave the log together);
+    // a compacted topic's records each keep their own (they are superseded one by one).
     const b = make();
-    await b.createTopics([{ name: 'own', partitions: 1, compacted: false }]);
-    await b.produce('own', [
-      { key: Buffer.from('k1'), value: Buffer.from('a small value'), headers: { h: Buffer.from('hv') } },
-      { key: null, value: Buffer.from('no key') },
-      { key: Buffer.from('k3'), value: null },
-    ]);
+    await b.createTopics([{ name: 'own', partitions: 2, compacted: false }, { name: 'own-c', partitions: 1, compacted: true }]);
+    const batch = [
+      { key: null, value: Buffer.from('a small value'), headers: { h: Buffer.from('hv') }, partition: 0 },
+      { key: null, value: Buffer.from('no key'), partition: 1 },
+      { key: Buffer.from('k3'), value: null, partition: 0 },
+      { key: Buffer.from('k4'), value: Buffer.from('four'), partition: 1 },
+    ];
+    await b.produce('own', batch);
+    for (const r of batch) r.value?.fill(0x2a); // the producer reuses its buffers: the log keeps what was produced
+    await b.produce('own', [{ key: null, value: Buffer.from('a later call'), partition: 0 }]);
+    await b.produce('own-c', [{ key: Buffer.from('a'), value: Buffer.from('one') }, { key: Buffer.from('b'), value: Buffer.from('two') }]);
     const got = new Collector();
-    await b.consume({ topics: ['own'], from: 'beginning', onBatch: got.onBatch });
-    await waitFor(() => got.messages.length === 3);
-    const sizes = got.messages.map((m) => {
-      const fields = [m.key, m.value, ...Object.values(m.headers)].filter((x): x is Buffer => x !== null);
-      const own = new Set(fields.map((x) => x.buffer));
-      assert.equal(own.size, 1, 'one allocation per record');
-      return [fields.reduce((n, x) => n + x.length, 0), fields[0]!.buffer.byteLength];
-    });
-    assert.deepEqual(sizes, [[2 + 13 + 2, 17], [6, 6], [2, 2]]);
-    assert.equal(got.messages[0]!.headers.h!.toString(), 'hv');
-    assert.equal(got.values().join(','), 'a small value,no key,<null>');
+    await b.consume({ topics: ['own', 'own-c'], from: 'beginning', onBatch: got.onBatch });
+    await waitFor(() => got.messages.length === 7);
+    const fieldsOf = (m: (typeof got.messages)[number]): Buffer[] => [m.key, m.value, ...Object.values(m.headers)].filter((x): x is Buffer => x !== null);
+    const groups = new Map<string, Set<ArrayBufferLike>>();
+    const bytes = new Map<string, number>();
+    for (const m of got.messages) {
+      const g = `${m.topic}/${m.partition}/${m.value?.toString() === 'a later call' ? 'later' : m.topic === 'own-c' ? m.key!.toString() : 'first'}`;
+      const set = groups.get(g) ?? new Set<ArrayBufferLike>();
+      for (const f of fieldsOf(m)) set.add(f.buffer);
+      groups.set(g, set);
+      bytes.set(g, (bytes.get(g) ?? 0) + fieldsOf(m).reduce((n, x) => n + x.length, 0));
+    }
+    const seen = new Set<ArrayBufferLike>();
+    for (const [g, set] of groups) {
+      assert.equal(set.size, 1, `${g}: one allocation`);
+      const ab = [...set][0]!;
+      assert.ok(!seen.has(ab), `${g}: an allocation no other group shares`);
+      seen.add(ab);
+      assert.equal(ab.byteLength, bytes.get(g), `${g}: the allocation holds exactly its records' bytes`);
+    }
+    assert.deepEqual([...groups.keys()].sort(), ['own-c/0/a', 'own-c/0/b', 'own/0/first', 'own/0/later', 'own/1/first']);
+    const own = got.messages.filter((m) => m.topic === 'own');
+    assert.equal(own.find((m) => m.headers.h !== undefined)!.headers.h!.toString(), 'hv');
+    assert.deepEqual(own.map((m) => m.value?.toString() ?? '<null>').sort(), ['<null>', 'a later call', 'a small value', 'four', 'no key']);
+  });
+
+  it('one partition\'s share of a large produce call is cut into allocations of at most 256 KiB', async () => {
+    const b = make();
+    await b.createTopics([{ name: 'big', partitions: 1, compacted: false }]);
+    await b.produce('big', Array.from({ length: 600 }, (_, i) => ({ key: null, value: Buffer.alloc(1000, i % 256) })));
+    const got = new Collector();
+    await b.consume({ topics: ['big'], from: 'beginning', onBatch: got.onBatch });
+    await waitFor(() => got.messages.length === 600);
+    const allocations = new Set(got.messages.map((m) => m.value!.buffer));
+    assert.deepEqual([...allocations].map((ab) => ab.byteLength), [262_144, 262_144, 76_000], '262 records fit in each 256 KiB allocation (144 bytes unused), the last one holds the rest');
+    assert.ok(got.messages.every((m, i) => m.value![999] === i % 256));
   });
 
   it('keeps memory bounded under sustained load with no reader', async () => {

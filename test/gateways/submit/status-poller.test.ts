@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Commitment } from '../../../bus/topics/submit-traces';
 import { KeySummaries } from '../../../gateways/submit/key-summary';
 import { SubmitMetrics } from '../../../gateways/submit/metrics';
-import { StatusPoller } from '../../../gateways/submit/status-poller';
+import { MAX_BACKOFF_MS, StatusPoller } from '../../../gateways/submit/status-poller';
 import type { BlockhashAnswer, SignatureStatus, StatusesAnswer, StatusSource } from '../../../gateways/submit/status-source';
 import { TraceMetrics } from '../../../gateways/submit/trace-metrics';
 import { TraceStore } from '../../../gateways/submit/trace-store';
@@ -18,18 +18,22 @@ class ScriptedChain implements StatusSource {
   readonly checks: string[] = [];
   landed = new Map<string, SignatureStatus>();
   invalid = new Set<string>();
+  /** While true every call fails as a refused connection does. */
+  down = false;
   async statuses(signatures: string[]): Promise<StatusesAnswer> {
     this.calls.push(signatures);
+    if (this.down) return { ok: false, error: 'connect ECONNREFUSED' };
     return { ok: true, slot: 500, statuses: signatures.map((s) => this.landed.get(s) ?? null) };
   }
   async blockhashValid(blockhash: string, _c: Commitment): Promise<BlockhashAnswer> {
     this.checks.push(blockhash);
+    if (this.down) return { ok: false, error: 'connect ECONNREFUSED' };
     return { ok: true, valid: !this.invalid.has(blockhash) };
   }
   async close(): Promise<void> {}
 }
 
-function setup(n: number, calls: number) {
+function setup(n: number, calls: number, expiryCheckAfterMs = 0) {
   const reg = new Registry();
   let store: TraceStore;
   const metrics = new TraceMetrics(reg, () => store.size);
@@ -43,7 +47,7 @@ function setup(n: number, calls: number) {
     const bh = Buffer.alloc(32, i % 2 === 0 ? 1 : 2);
     sigs.push(store.accept(sig.toString('latin1'), sig, { transport: 'udp', rental: 'r', apiKey: 'k', blockhash: bh, forwarded: true }).signature);
   }
-  const poller = new StatusPoller(store, chain, metrics, { intervalMs: 1000, maxStatusCallsPerTick: calls, maxBlockhashChecksPerTick: 1, expiryCheckAfterMs: 0, blockhashRecheckMs: 0, commitment: 'confirmed', log: quietLog().log });
+  const poller = new StatusPoller(store, chain, metrics, { intervalMs: 1000, maxStatusCallsPerTick: calls, maxBlockhashChecksPerTick: 1, expiryCheckAfterMs, blockhashRecheckMs: 0, commitment: 'confirmed', log: quietLog().log });
   return { store, chain, poller, metrics, sigs };
 }
 
@@ -79,5 +83,31 @@ describe('submit trace status poller', () => {
     await s.poller.tick();
     assert.equal(byState(s.sigs[0]!), undefined);
     assert.equal(s.metrics.landedOk.value, 1, 'a landing counts once');
+  });
+
+  it('a node that refuses costs one call per backoff (doubling from the interval, capped), and polling resumes in full once a call succeeds', async () => {
+    // Blockhash checks only after an hour: this test counts status calls alone.
+    const s = setup(700, 3, 3_600_000);
+    s.chain.down = true;
+    const t0 = 1_000_000;
+    await s.poller.tick(t0);
+    assert.equal(s.chain.calls.length, 1, 'the first refusal ends the tick (the budget was 3 calls)');
+    assert.equal(s.metrics.statusErrors.value, 1);
+    // Backoff 1 s (the interval), then 2 s, 4 s, 8 s, then 10 s (the cap).
+    let at = t0;
+    for (const wait of [1000, 2000, 4000, 8000, MAX_BACKOFF_MS, MAX_BACKOFF_MS]) {
+      const before: number = s.chain.calls.length;
+      await s.poller.tick(at + wait - 1);
+      assert.equal(s.chain.calls.length, before, `no call ${wait - 1} ms after a failure that set a ${wait} ms backoff`);
+      at += wait;
+      await s.poller.tick(at);
+      assert.equal(s.chain.calls.length, before + 1, `one call once the ${wait} ms backoff is over`);
+    }
+    s.chain.down = false;
+    const failedCalls = s.chain.calls.length;
+    await s.poller.tick(at + MAX_BACKOFF_MS);
+    assert.equal(s.chain.calls.length, failedCalls + 3, 'the full budget again');
+    await s.poller.tick(at + MAX_BACKOFF_MS + 1);
+    assert.equal(s.chain.calls.length, failedCalls + 6, 'and no backoff left behind');
   });
 });
