@@ -109,29 +109,22 @@ function recordBytes(r: ProduceRecord): number {
   return size;
 }
 
-/** Copies one record's key, value and headers into `own` from `at` (the caller made room for recordBytes(r)). */
+/** `b` copied into `own` at `at`: the copy's view. */
+const put = (own: Buffer, at: number, b: Buffer): Buffer => own.subarray(at, at + b.copy(own, at));
+
+/** Copies one record's headers, key and value into `own` from `at` (the caller made room for recordBytes(r)). */
 function copyRecordInto(r: ProduceRecord, own: Buffer, at: number): { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> } {
   let off = at;
   const headers: Record<string, Buffer> = {};
   if (r.headers !== undefined) {
     for (const h in r.headers) {
-      const from = off;
-      off += r.headers[h]!.copy(own, off);
-      setOwn(headers, h, own.subarray(from, off));
+      const v = put(own, off, r.headers[h]!);
+      off += v.length;
+      setOwn(headers, h, v);
     }
   }
-  let key: Buffer | null = null;
-  if (r.key !== null) {
-    const from = off;
-    off += r.key.copy(own, off);
-    key = own.subarray(from, off);
-  }
-  let value: Buffer | null = null;
-  if (r.value !== null) {
-    const from = off;
-    off += r.value.copy(own, off);
-    value = own.subarray(from, off);
-  }
+  const key = r.key === null ? null : put(own, off, r.key);
+  const value = r.value === null ? null : put(own, off + (key?.length ?? 0), r.value);
   return { key, value, headers };
 }
 
@@ -205,23 +198,23 @@ export class EmbeddedBus implements Bus {
     const copyIn = this.opts.copyOnProduce ?? true;
     const now = Date.now();
     const touched = new Set<PartitionLog>();
-    if (!copyIn || t.spec.compacted) {
+    const partitionOf = (r: ProduceRecord): number => r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
+    if (!copyIn) {
       for (const r of records) {
-        const p = r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
-        const log = t.logs[p]!;
-        const c = copyIn ? copyRecordInto(r, Buffer.allocUnsafeSlow(recordBytes(r)), 0) : { key: r.key, value: r.value, headers: { ...r.headers } };
-        log.append(c.key, c.value, c.headers, now);
+        const log = t.logs[partitionOf(r)]!;
+        log.append(r.key, r.value, { ...r.headers }, now);
         touched.add(log);
       }
     } else {
       // Two passes: each record's partition and size, so each partition's share is one allocation (see
-      // GROUP_MAX_BYTES), then the copies.
+      // GROUP_MAX_BYTES; a compacted topic's cap of 0 gives each record its own), then the copies.
+      const cap = t.spec.compacted ? 0 : GROUP_MAX_BYTES;
       const parts = new Array<number>(records.length);
       const sizes = new Array<number>(records.length);
       const left = new Array<number>(n).fill(0);
       for (let i = 0; i < records.length; i++) {
         const r = records[i]!;
-        const p = r.partition ?? (r.key === null ? t.roundRobin++ % n : partitionForKey(r.key, n));
+        const p = partitionOf(r);
         const size = recordBytes(r);
         parts[i] = p;
         sizes[i] = size;
@@ -234,7 +227,7 @@ export class EmbeddedBus implements Bus {
         const size = sizes[i]!;
         let chunk = chunks[p] ?? null;
         if (chunk === null || used[p]! + size > chunk.length) {
-          chunk = chunks[p] = Buffer.allocUnsafeSlow(Math.max(size, Math.min(left[p]!, GROUP_MAX_BYTES)));
+          chunk = chunks[p] = Buffer.allocUnsafeSlow(Math.max(size, Math.min(left[p]!, cap)));
           used[p] = 0;
         }
         const c = copyRecordInto(records[i]!, chunk, used[p]!);
