@@ -332,7 +332,7 @@ export class FilterIndex<S> {
   /** Key-set versions of postings dropped when the index emptied (so that `epoch` never goes back). */
   private epochBase = 0;
   /** Reused per call (match() runs per transaction; allocation there is GC pressure on every delivery). */
-  private readonly touched: Owner<S>[] = [];
+  private readonly touched = new Touched<S>();
   /** Instruction filters by program, then prefix; filters by signature (hash of its first 8 bytes). */
   private readonly ix = new InstructionIndex();
   private readonly sigs = new Map<number, Entry<S>[]>();
@@ -465,6 +465,8 @@ export class FilterIndex<S> {
     for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
+    this.touched.items.length = 0;
+    this.touched.n = 0;
     // Key and cell arrays keep the size of the most ever held (ids stay put); the last subscriber leaving
     // gives it all back.
     if (this.owners.size === 0) {
@@ -597,7 +599,7 @@ export class FilterIndex<S> {
   match(keys: Uint8Array, length = keys.length): Match<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
-    touched.length = 0;
+    touched.n = 0;
     const has = this.take();
     const p = this.postings;
     let progs = 0;
@@ -608,7 +610,7 @@ export class FilterIndex<S> {
       if (has) progs += this.staticParts(k, i, gen, touched);
     }
     if (has) this.visitTx(progs, gen, touched);
-    for (const o of this.matchAll) touch(touched, o, gen);
+    if (this.matchAll.size > 0) for (const o of this.matchAll) touch(touched, o, gen);
     return this.matchOut(gen);
   }
 
@@ -623,7 +625,7 @@ export class FilterIndex<S> {
   matchSplit(keys: Uint8Array, staticLength: number, length = keys.length, loadedWritable = 0): SplitMatch<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
-    touched.length = 0;
+    touched.n = 0;
     const has = this.take();
     const p = this.postings;
     let progs = 0;
@@ -637,7 +639,7 @@ export class FilterIndex<S> {
       else this.loadedParts(k, i - (staticLength >>> 5) < loadedWritable, false, gen, touched);
     }
     if (has) this.visitTx(progs, gen, touched);
-    for (const o of this.matchAll) touch(touched, o, gen);
+    if (this.matchAll.size > 0) for (const o of this.matchAll) touch(touched, o, gen);
     return this.splitOut(gen);
   }
 
@@ -651,7 +653,7 @@ export class FilterIndex<S> {
   matchIds(keys: Uint8Array, length: number, ids: Int32Array, n: number, writableIds = 0): Match<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
-    touched.length = 0;
+    touched.n = 0;
     const has = this.take();
     const p = this.postings;
     let progs = 0;
@@ -668,7 +670,7 @@ export class FilterIndex<S> {
       if (has) this.loadedParts(k, i < writableIds, true, gen, touched);
     }
     if (has) this.visitTx(progs, gen, touched);
-    for (const o of this.matchAll) touch(touched, o, gen);
+    if (this.matchAll.size > 0) for (const o of this.matchAll) touch(touched, o, gen);
     return this.matchOut(gen);
   }
 
@@ -677,7 +679,7 @@ export class FilterIndex<S> {
    * visited for this transaction is skipped (stamped with `gen`), so a repeat can neither count twice towards
    * `required` nor cost a second walk.
    */
-  private visit(k: number, gen: number, touched: Owner<S>[]): void {
+  private visit(k: number, gen: number, touched: Touched<S>): void {
     const p = this.postings;
     const ch = k * CHAINS;
     if (p.keyGen[ch] === gen) return;
@@ -701,7 +703,7 @@ export class FilterIndex<S> {
    * loaded address (its writable hit counts for filters that see loaded addresses only). Each chain is walked once
    * per transaction (a key both static and loaded, or repeated, counts once).
    */
-  private visitRoles(k: number, writable: boolean, signer: boolean, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
+  private visitRoles(k: number, writable: boolean, signer: boolean, isStatic: boolean, gen: number, touched: Touched<S>): void {
     const p = this.postings;
     const entries = this.entries;
     if (writable) {
@@ -733,7 +735,7 @@ export class FilterIndex<S> {
    * Static key i (key id k) of a prepared record: its role chains, when it has any (the record's facts are read
    * then, for its roles), and whether it is a program some instruction filter names (1: stamped for visitTx).
    */
-  private staticParts(k: number, i: number, gen: number, touched: Owner<S>[]): number {
+  private staticParts(k: number, i: number, gen: number, touched: Touched<S>): number {
     const head = this.postings.head;
     const ch = k * CHAINS;
     if (head[ch + 1]! >= 0 || head[ch + 2]! >= 0) {
@@ -747,7 +749,7 @@ export class FilterIndex<S> {
 
   /** A loaded key (key id k) of a prepared record: its writable chain when it is loaded writable (loaded keys
    *  are never signers, and a program must be a static key). */
-  private loadedParts(k: number, writable: boolean, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
+  private loadedParts(k: number, writable: boolean, isStatic: boolean, gen: number, touched: Touched<S>): void {
     if (!writable || this.postings.head[k * CHAINS + 1]! < 0) return;
     if (this.facts() !== null) this.visitRoles(k, true, false, isStatic, gen, touched);
   }
@@ -756,7 +758,7 @@ export class FilterIndex<S> {
    * Instruction filters and signatures: what the transaction's top-level instructions (those whose program is a
    * static key stamped by staticParts: `progs` of them) and first signature reach.
    */
-  private visitTx(progs: number, gen: number, touched: Owner<S>[]): void {
+  private visitTx(progs: number, gen: number, touched: Touched<S>): void {
     if (progs > 0) {
       const t = this.facts();
       if (t !== null) {
@@ -804,7 +806,9 @@ export class FilterIndex<S> {
   private matchOut(gen: number): Match<S>[] {
     const touched = this.touched;
     const out: Match<S>[] = [];
-    for (const o of touched) {
+    const owners = touched.items;
+    for (let i = 0; i < touched.n; i++) {
+      const o = owners[i]!;
       let mask = 0;
       for (const e of o.entries) {
         const cur = e.gen === gen;
@@ -816,7 +820,7 @@ export class FilterIndex<S> {
       }
       if (mask !== 0) out.push({ sub: o.sub, mask, set: o.set });
     }
-    touched.length = 0; // drop the references until the next call
+    touched.n = 0;
     return out;
   }
 
@@ -828,7 +832,7 @@ export class FilterIndex<S> {
   matchSplitIds(keys: Uint8Array, length: number, ids: Int32Array, n: number, writableIds = 0): SplitMatch<S>[] {
     const gen = ++this.gen;
     const touched = this.touched;
-    touched.length = 0;
+    touched.n = 0;
     const has = this.take();
     const p = this.postings;
     let progs = 0;
@@ -845,11 +849,11 @@ export class FilterIndex<S> {
       if (has) this.loadedParts(k, i < writableIds, false, gen, touched);
     }
     if (has) this.visitTx(progs, gen, touched);
-    for (const o of this.matchAll) touch(touched, o, gen);
+    if (this.matchAll.size > 0) for (const o of this.matchAll) touch(touched, o, gen);
     return this.splitOut(gen);
   }
 
-  private visitSplit(k: number, isStatic: boolean, gen: number, touched: Owner<S>[]): void {
+  private visitSplit(k: number, isStatic: boolean, gen: number, touched: Touched<S>): void {
     const p = this.postings;
     const ch = k * CHAINS;
     if (p.keyGen[ch] === gen) return;
@@ -876,7 +880,9 @@ export class FilterIndex<S> {
   private splitOut(gen: number): SplitMatch<S>[] {
     const touched = this.touched;
     const out: SplitMatch<S>[] = [];
-    for (const o of touched) {
+    const owners = touched.items;
+    for (let i = 0; i < touched.n; i++) {
+      const o = owners[i]!;
       let mask = 0;
       let staticMask = 0;
       for (const e of o.entries) {
@@ -890,7 +896,7 @@ export class FilterIndex<S> {
       }
       if ((mask | staticMask) !== 0) out.push({ sub: o.sub, mask, set: o.set, staticMask });
     }
-    touched.length = 0;
+    touched.n = 0;
     return out;
   }
 }
@@ -929,11 +935,21 @@ function equal64(a: Uint8Array, b: Uint8Array, bo: number): boolean {
   return true;
 }
 
+/**
+ * The subscribers one walk reached, in the order reached: a count over a reused array (setting an array's length
+ * is a runtime call, and it ran twice per transaction). Slots past `n` keep owners of earlier walks until
+ * overwritten; FilterIndex.remove drops them all, so a subscriber that went is not kept alive by them.
+ */
+class Touched<S> {
+  items: Owner<S>[] = [];
+  n = 0;
+}
+
 /** Records the owner once per transaction. */
-function touch<S>(touched: Owner<S>[], o: Owner<S>, gen: number): void {
+function touch<S>(touched: Touched<S>, o: Owner<S>, gen: number): void {
   if (o.touchedGen !== gen) {
     o.touchedGen = gen;
-    touched.push(o);
+    touched.items[touched.n++] = o;
   }
 }
 

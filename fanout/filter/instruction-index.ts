@@ -137,7 +137,8 @@ export class InstructionIndex {
 
   /** The prefix lengths under the program whose key id is k, or undefined. */
   node(k: number): ProgramNode | undefined {
-    return this.nodes[k];
+    // Bounded first: a read past an array's end leaves V8's fast path, and most key ids have no node.
+    return k < this.nodes.length ? this.nodes[k] : undefined;
   }
 
   /** The word offset of the slot holding bucket (k, l, ph), or -1. */
