@@ -84,8 +84,10 @@ export class TraceStore {
         this.dropOldest();
         this.opts.metrics.droppedCap.inc();
       }
-      // The blockhash as latin1 (cheap); its base58 is made only when asked for (expiry checks, views).
-      trace = new Trace(encodeBase58(signature), info.rental, info.apiKey, info.transport, t, this.slot, Buffer.from(info.blockhash).toString('latin1'));
+      // The blockhash as latin1 (cheap: read through a view, not copied); its base58 is made only when asked for
+      // (expiry checks, views).
+      const bh = info.blockhash;
+      trace = new Trace(encodeBase58(signature), info.rental, info.apiKey, info.transport, t, this.slot, Buffer.from(bh.buffer, bh.byteOffset, bh.byteLength).toString('latin1'));
       this.traces.set(sigKey, trace);
       this.order.push(sigKey);
       this.pending.add(trace);
@@ -159,7 +161,7 @@ export class TraceStore {
 
   private settle(trace: Trace): void {
     const m = this.opts.metrics;
-    const routes = [...trace.routesOk].map((r) => this.opts.submitMetrics.route(r));
+    const routes = trace.routesOk.map((r) => this.opts.submitMetrics.route(r));
     const l = trace.landing;
     if (l !== null) {
       (l.status === 'ok' ? m.landedOk : m.landedFailed).inc();

@@ -42,11 +42,18 @@ export function commitmentAtLeast(c: Commitment, target: Commitment): boolean {
   return RANK[c] >= RANK[target];
 }
 
+/** What a trace without attempts, or without a successful route, holds: one shared empty list each, frozen (the
+ *  code below replaces it with a list of its own before the first push). */
+const NO_FORWARDS = Object.freeze([]) as unknown as ForwardAttempt[];
+const NO_ROUTES = Object.freeze([]) as unknown as string[];
+
 export class Trace {
   readonly keys: string[];
-  readonly forwards: ForwardAttempt[] = [];
-  /** Routes whose attempt succeeded at least once (landing is attributed to them). */
-  readonly routesOk = new Set<string>();
+  // A trace lives for minutes beside up to maxTraces others (100k by default), so what it holds is what every
+  // collection of the heap walks: the lists below are made with their first member, sized to it (an empty array
+  // grows to 17 slots at its first push, and a Set carries a hash table).
+  private fw: ForwardAttempt[] = NO_FORWARDS;
+  private ok: string[] = NO_ROUTES;
   submissions = 1;
   seen: { at: number; slot: number } | null = null;
   landing: Landing | null = null;
@@ -71,6 +78,16 @@ export class Trace {
   }
 
   private blockhash58: string | undefined;
+
+  /** The forward attempts kept (MAX_FORWARDS_KEPT at most), in the order reported. */
+  get forwards(): readonly ForwardAttempt[] {
+    return this.fw;
+  }
+
+  /** Routes whose attempt succeeded at least once (landing is attributed to them), in the order they first did. */
+  get routesOk(): readonly string[] {
+    return this.ok;
+  }
 
   /** base58 of the recent blockhash, made on first use (most traces land and never need it). */
   get blockhash(): string {
@@ -115,14 +132,18 @@ export class Trace {
   forwarded(now: number, route: string, outcome: ForwardOutcome, error?: string, ms?: number, leaders?: string[]): TraceEvent {
     const rounded = ms === undefined ? undefined : Math.round(ms * 100) / 100;
     // Only kept attempts need an object of their own (a resent transaction's later attempts are events only).
-    if (this.forwards.length < MAX_FORWARDS_KEPT) {
+    if (this.fw.length < MAX_FORWARDS_KEPT) {
       const a: ForwardAttempt = { route, at: now, outcome };
       if (error !== undefined) a.error = error;
       if (rounded !== undefined) a.ms = rounded;
       if (leaders !== undefined) a.leaders = leaders;
-      this.forwards.push(a);
+      if (this.fw === NO_FORWARDS) this.fw = [a];
+      else this.fw.push(a);
     }
-    if (outcome === 'ok' && !this.routesOk.has(route)) this.routesOk.add(route);
+    if (outcome === 'ok' && !this.ok.includes(route)) {
+      if (this.ok === NO_ROUTES) this.ok = [route];
+      else this.ok.push(route);
+    }
     const e = this.event(now, 'forward');
     e.route = route;
     e.outcome = outcome;
