@@ -59,10 +59,23 @@ const u8 = (v: number): boolean => Number.isInteger(v) && v >= 0 && v <= 0xff;
  * when a figure does not fit its field (the record then goes without it).
  */
 export function encodeFactsHeader(tx: FactsSource, positions: Int32Array): Buffer | null {
+  const out = Buffer.allocUnsafe(factsHeaderSize(tx));
+  return encodeFactsHeaderInto(tx, positions, out) ? out : null;
+}
+
+/** The length of a transaction's facts header (when it gets one). */
+export function factsHeaderSize(tx: FactsSource): number {
+  return FACTS_HEAD_SZ + tx.instructions.length * FACTS_IX_SZ;
+}
+
+/**
+ * encodeFactsHeader into `out`, factsHeaderSize(tx) bytes the caller gives (a view of a buffer it shares with
+ * other records); false when a figure does not fit its field (`out` is then partly written and not to be used).
+ */
+export function encodeFactsHeaderInto(tx: FactsSource, positions: Int32Array, out: Buffer): boolean {
   const ixs = tx.instructions;
   const n = ixs.length;
-  if (n > 0xffff || !u8(tx.numRequiredSignatures) || !u8(tx.numReadonlySignedAccounts) || !u8(tx.numReadonlyUnsignedAccounts) || tx.signatures.length > 0xff) return null;
-  const out = Buffer.allocUnsafe(FACTS_HEAD_SZ + n * FACTS_IX_SZ);
+  if (n > 0xffff || !u8(tx.numRequiredSignatures) || !u8(tx.numReadonlySignedAccounts) || !u8(tx.numReadonlyUnsignedAccounts) || tx.signatures.length > 0xff) return false;
   out[0] = FACTS_HEADER_VERSION;
   out[FACTS_FLAGS_OFF] = tx.versioned === true ? 0 : FACTS_FLAG_LEGACY;
   out[FACTS_NUM_REQUIRED_OFF] = tx.numRequiredSignatures;
@@ -70,20 +83,20 @@ export function encodeFactsHeader(tx: FactsSource, positions: Int32Array): Buffe
   out[FACTS_RO_UNSIGNED_OFF] = tx.numReadonlyUnsignedAccounts;
   out[FACTS_SIG_COUNT_OFF] = tx.signatures.length;
   const sig = positions[0]!;
-  if (sig >= FACTS_NO_SIGNATURE) return null;
+  if (sig >= FACTS_NO_SIGNATURE) return false;
   out.writeUInt16LE(sig < 0 ? FACTS_NO_SIGNATURE : sig, FACTS_SIG_OFF);
   out.writeUInt16LE(n, FACTS_IX_COUNT_OFF);
   let o = FACTS_HEAD_SZ;
   for (let i = 0; i < n; i++) {
     const ix = ixs[i]!;
     const at = positions[1 + i]!;
-    if (!u8(ix.programIdIndex) || at < 0 || at > 0xffff || ix.data.length > 0xffff) return null;
+    if (!u8(ix.programIdIndex) || at < 0 || at > 0xffff || ix.data.length > 0xffff) return false;
     out[o] = ix.programIdIndex;
     out.writeUInt16LE(at, o + 1);
     out.writeUInt16LE(ix.data.length, o + 3);
     o += FACTS_IX_SZ;
   }
-  return out;
+  return true;
 }
 
 /** The record's `facts` header when present and of this VERSION with a length that matches its count; else null. */

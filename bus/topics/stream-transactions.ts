@@ -64,17 +64,30 @@ export function encodeTxRecord(r: TxRecordValue): Buffer {
  * TX_RECORD_HEADER_SZ + accountKeys.length, for the caller to write the message into (ingest encodes it there).
  */
 export function allocTxRecord(slot: bigint, observedAtMs: number, accountKeys: Buffer, messageSize: number): Buffer {
+  const out = Buffer.allocUnsafe(txRecordSize(accountKeys, messageSize));
+  writeTxRecordHead(out, slot, observedAtMs, accountKeys);
+  return out;
+}
+
+/** The length of a record's value whose message is `messageSize` bytes. */
+export function txRecordSize(accountKeys: Buffer, messageSize: number): number {
+  return TX_RECORD_HEADER_SZ + accountKeys.length + messageSize;
+}
+
+/**
+ * allocTxRecord into a value the caller sized (txRecordSize) — a view of a buffer it shares with other records
+ * (ingest writes one batch's records into one allocation).
+ */
+export function writeTxRecordHead(out: Buffer, slot: bigint, observedAtMs: number, accountKeys: Buffer): void {
   const n = accountKeys.length / PUBKEY_SZ;
   if (!Number.isInteger(n)) throw new RangeError(`accountKeys length ${accountKeys.length} is not a multiple of 32`);
   if (n > 0xffff) throw new RangeError(`${n} account keys do not fit the u16 count`);
-  const out = Buffer.allocUnsafe(TX_RECORD_HEADER_SZ + accountKeys.length + messageSize);
   out[VERSION_OFF] = TX_RECORD_VERSION;
   out[1] = 0;
   out.writeUInt16LE(n, KEY_COUNT_OFF);
   out.writeDoubleLE(observedAtMs, OBSERVED_AT_OFF);
   out.writeBigUInt64LE(slot, SLOT_OFF);
   accountKeys.copy(out, TX_RECORD_HEADER_SZ);
-  return out;
 }
 
 export type TxRecordDecode = { ok: true; record: TxRecord } | { ok: false; reason: string };
