@@ -31,7 +31,7 @@
 //     0x10 ping_id varint (i32), 0x18 new_seen_slots varint (bool)
 //   SubscribeRequestFilterTransactions: 0x12 account_include[], 0x1a account_exclude[], 0x22 account_required[]
 import { isUtf8 } from 'node:buffer';
-import type { TxFields } from './tx-fields';
+import { instructionAccountsLength, instructionDataLength, WireInstruction, type InstructionFields, type TxFields } from './tx-fields';
 
 const WT_VARINT = 0;
 const WT_I64 = 1;
@@ -154,8 +154,25 @@ function bytesFieldSize(b: Uint8Array): number {
   return b.length === 0 ? 0 : lenFieldSize(b.length);
 }
 
-function instructionSize(ix: TxFields['instructions'][number]): number {
-  return u32FieldSize(ix.programIdIndex) + bytesFieldSize(ix.accounts) + bytesFieldSize(ix.data);
+function lenSize(n: number): number {
+  return n === 0 ? 0 : lenFieldSize(n);
+}
+
+function instructionSize(ix: InstructionFields): number {
+  return u32FieldSize(ix.programIdIndex) + lenSize(instructionAccountsLength(ix)) + lenSize(instructionDataLength(ix));
+}
+
+/** Up to this many bytes are copied by a loop: a native copy needs a typed array over the range first. */
+const LOOP_COPY_MAX = 32;
+
+/** writeOptBytesField of src[off, off + n) (a decoded instruction's range: no Buffer view made). */
+function writeOptRange(buf: Buffer, o: number, tag: number, src: Uint8Array, off: number, n: number): number {
+  if (n === 0) return o;
+  buf[o++] = tag;
+  o = writeVarint(buf, o, n);
+  if (n <= LOOP_COPY_MAX) for (let i = 0; i < n; i++) buf[o + i] = src[off + i]!;
+  else buf.set(new Uint8Array(src.buffer, src.byteOffset + off, n), o);
+  return o + n;
 }
 
 function lookupSize(l: TxFields['addressTableLookups'][number]): number {
@@ -226,9 +243,14 @@ export function encodeTransactionInto(buf: Buffer, at: number, tx: TxFields, siz
     buf[o++] = TX_INSTRUCTION_TAG;
     o = writeVarint(buf, o, instructionSize(ix));
     o = writeU32Field(buf, o, IX_PROGRAM_ID_TAG, ix.programIdIndex);
-    o = writeOptBytesField(buf, o, IX_ACCOUNTS_TAG, ix.accounts);
-    o = writeOptBytesField(buf, o, IX_DATA_TAG, ix.data);
-    if (positions !== undefined) positions[1 + i] = o - at - ix.data.length;
+    if (ix instanceof WireInstruction) {
+      o = writeOptRange(buf, o, IX_ACCOUNTS_TAG, ix.bytes, ix.accountsOff, ix.accountsLength);
+      o = writeOptRange(buf, o, IX_DATA_TAG, ix.bytes, ix.dataOff, ix.dataLength);
+    } else {
+      o = writeOptBytesField(buf, o, IX_ACCOUNTS_TAG, ix.accounts);
+      o = writeOptBytesField(buf, o, IX_DATA_TAG, ix.data);
+    }
+    if (positions !== undefined) positions[1 + i] = o - at - instructionDataLength(ix);
   }
   for (const l of tx.addressTableLookups) {
     buf[o++] = TX_LOOKUP_TAG;

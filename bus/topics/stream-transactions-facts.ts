@@ -47,7 +47,9 @@ export interface FactsSource {
   numReadonlySignedAccounts: number;
   numReadonlyUnsignedAccounts: number;
   signatures: readonly Uint8Array[];
-  instructions: ReadonlyArray<{ programIdIndex: number; data: Uint8Array }>;
+  /** `dataLength`, when an instruction has it, is its data's length (a decoded instruction's, read without making
+   *  the data a view: proto/tx-fields.ts WireInstruction). */
+  instructions: ReadonlyArray<{ programIdIndex: number; data: Uint8Array; readonly dataLength?: number }>;
   versioned?: boolean;
 }
 
@@ -90,10 +92,11 @@ export function encodeFactsHeaderInto(tx: FactsSource, positions: Int32Array, ou
   for (let i = 0; i < n; i++) {
     const ix = ixs[i]!;
     const at = positions[1 + i]!;
-    if (!u8(ix.programIdIndex) || at < 0 || at > 0xffff || ix.data.length > 0xffff) return false;
+    const len = ix.dataLength ?? ix.data.length;
+    if (!u8(ix.programIdIndex) || at < 0 || at > 0xffff || len > 0xffff) return false;
     out[o] = ix.programIdIndex;
     out.writeUInt16LE(at, o + 1);
-    out.writeUInt16LE(ix.data.length, o + 3);
+    out.writeUInt16LE(len, o + 3);
     o += FACTS_IX_SZ;
   }
   return true;

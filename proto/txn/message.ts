@@ -1,4 +1,4 @@
-import type { InstructionFields, LookupFields } from '../tx-fields';
+import { WireInstruction, type LookupFields } from '../tx-fields';
 import type { TxnCursor } from './cursor';
 import type { TxnReason } from './reasons';
 
@@ -28,7 +28,8 @@ export interface MessageBody {
   staticKeys: Buffer;
   accountKeys: Buffer[];
   recentBlockhash: Buffer;
-  instructions: InstructionFields[];
+  /** Ranges of the cursor's bytes (views made on first use). */
+  instructions: WireInstruction[];
 }
 
 /** Reads header .. instructions. Returns null with `c.fail` set on failure. */
@@ -53,13 +54,18 @@ export function readMessageBody(c: TxnCursor, signatureCount: number): MessageBo
 
   const ixCount = c.cu16();
   if (!c.has(ixCount * MIN_INSTRUCTION_SZ)) return null;
-  const instructions = new Array<InstructionFields>(ixCount);
+  const instructions = new Array<WireInstruction>(ixCount);
   for (let i = 0; i < ixCount; i++) {
     const programIdIndex = c.u8();
-    const accounts = c.vec();
-    const data = c.vec();
-    if (c.fail !== null) return null;
-    instructions[i] = { programIdIndex, accounts, data };
+    const accountsLength = c.cu16();
+    const accountsOff = c.off;
+    if (!c.has(accountsLength)) return null;
+    c.off += accountsLength;
+    const dataLength = c.cu16();
+    const dataOff = c.off;
+    if (!c.has(dataLength)) return null;
+    c.off += dataLength;
+    instructions[i] = new WireInstruction(programIdIndex, b, accountsOff, accountsLength, dataOff, dataLength);
   }
   return {
     numRequiredSignatures,
@@ -83,8 +89,8 @@ export function checkIndexes(c: TxnCursor, body: MessageBody, lookups: LookupFie
   if (total > MAX_ACCOUNTS) return reject(c, 'too_many_accounts');
   for (const ix of body.instructions) {
     if (ix.programIdIndex === 0 || ix.programIdIndex >= staticCount) return reject(c, 'program_index_out_of_bounds');
-    const a = ix.accounts;
-    for (let i = 0; i < a.length; i++) if (a[i]! >= total) return reject(c, 'account_index_out_of_bounds');
+    const a = ix.bytes;
+    for (let i = ix.accountsOff, end = i + ix.accountsLength; i < end; i++) if (a[i]! >= total) return reject(c, 'account_index_out_of_bounds');
   }
   return true;
 }

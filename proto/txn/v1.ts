@@ -1,4 +1,4 @@
-import type { InstructionFields, TxnConfig } from '../tx-fields';
+import { WireInstruction, type TxnConfig } from '../tx-fields';
 import type { TxnCursor } from './cursor';
 import { BLOCKHASH_SZ, HEADER_SZ, PUBKEY_SZ, type MessageBody } from './message';
 import type { TxnReason } from './reasons';
@@ -125,16 +125,19 @@ export function readV1Message(c: TxnCursor): V1Message | null {
   // checked against the bytes left before any view is made).
   const headers = c.take(ixCount * IX_HEADER_SZ);
   if (c.fail !== null) return null;
-  const instructions = new Array<InstructionFields>(ixCount);
+  const instructions = new Array<WireInstruction>(ixCount);
   for (let i = 0; i < ixCount; i++) {
     const h = i * IX_HEADER_SZ;
     const programIdIndex = headers[h]!;
-    const accounts = c.take(headers[h + 1]!);
-    const data = c.take(headers[h + 2]! | (headers[h + 3]! << 8));
-    if (c.fail !== null) return null;
+    const accountsLength = headers[h + 1]!;
+    const dataLength = headers[h + 2]! | (headers[h + 3]! << 8);
+    if (!c.has(accountsLength + dataLength)) return null;
+    const accountsOff = c.off;
+    const dataOff = accountsOff + accountsLength;
+    c.off = dataOff + dataLength;
     if (programIdIndex === 0 || programIdIndex >= keyCount) return fail(c, 'program_index_out_of_bounds');
-    for (let a = 0; a < accounts.length; a++) if (accounts[a]! >= keyCount) return fail(c, 'account_index_out_of_bounds');
-    instructions[i] = { programIdIndex, accounts, data };
+    for (let a = accountsOff; a < dataOff; a++) if (b[a]! >= keyCount) return fail(c, 'account_index_out_of_bounds');
+    instructions[i] = new WireInstruction(programIdIndex, b, accountsOff, accountsLength, dataOff, dataLength);
   }
   return {
     body: { numRequiredSignatures, numReadonlySignedAccounts, numReadonlyUnsignedAccounts, staticKeys, accountKeys, recentBlockhash, instructions },
