@@ -1,5 +1,6 @@
 // The fields of SubscribeResponseTransaction as the decoder produces them (views into the packet where it
-// can). The encoder in proto/wire.ts turns this into protobuf bytes once, in ingest.
+// can; its instructions as ranges of the packet, WireInstruction below). The encoder in proto/wire.ts turns this
+// into protobuf bytes once, in ingest.
 
 export interface InstructionFields {
   programIdIndex: number;
