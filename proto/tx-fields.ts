@@ -10,9 +10,9 @@ export interface InstructionFields {
 
 /**
  * An instruction as the decoder reads it: its account indexes and data as ranges of the transaction's bytes, each
- * made a Buffer view only when something asks for it. Ingest re-encodes most instructions byte for byte from the
- * ranges (instructionAccounts / instructionData below, which proto/wire.ts and the facts header use) and never
- * asks: two views per instruction were the largest part of the views decoding made (~40 ns each, Node 20).
+ * made a Buffer view only when something asks for it. Ingest re-encodes instructions byte for byte from the
+ * ranges (proto/wire.ts; the facts header reads `dataLength`) and never asks: two views per instruction were the
+ * largest part of the views decoding made (~40 ns each, Node 20).
  */
 export class WireInstruction implements InstructionFields {
   private a: Buffer | undefined;
@@ -35,16 +35,6 @@ export class WireInstruction implements InstructionFields {
   get data(): Buffer {
     return (this.d ??= this.bytes.subarray(this.dataOff, this.dataOff + this.dataLength));
   }
-}
-
-/** An instruction's data length, without making a view of a decoded one. */
-export function instructionDataLength(ix: { readonly data: Uint8Array }): number {
-  return ix instanceof WireInstruction ? ix.dataLength : ix.data.length;
-}
-
-/** An instruction's account-index count, without making a view of a decoded one. */
-export function instructionAccountsLength(ix: { readonly accounts: Uint8Array }): number {
-  return ix instanceof WireInstruction ? ix.accountsLength : ix.accounts.length;
 }
 
 export interface LookupFields {

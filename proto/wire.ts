@@ -31,7 +31,7 @@
 //     0x10 ping_id varint (i32), 0x18 new_seen_slots varint (bool)
 //   SubscribeRequestFilterTransactions: 0x12 account_include[], 0x1a account_exclude[], 0x22 account_required[]
 import { isUtf8 } from 'node:buffer';
-import { instructionAccountsLength, instructionDataLength, WireInstruction, type InstructionFields, type TxFields } from './tx-fields';
+import { WireInstruction, type InstructionFields, type TxFields } from './tx-fields';
 
 const WT_VARINT = 0;
 const WT_I64 = 1;
@@ -158,8 +158,14 @@ function lenSize(n: number): number {
   return n === 0 ? 0 : lenFieldSize(n);
 }
 
+/** An instruction's data length, without making a view of a decoded one. */
+function dataLength(ix: InstructionFields): number {
+  return ix instanceof WireInstruction ? ix.dataLength : ix.data.length;
+}
+
 function instructionSize(ix: InstructionFields): number {
-  return u32FieldSize(ix.programIdIndex) + lenSize(instructionAccountsLength(ix)) + lenSize(instructionDataLength(ix));
+  const accounts = ix instanceof WireInstruction ? ix.accountsLength : ix.accounts.length;
+  return u32FieldSize(ix.programIdIndex) + lenSize(accounts) + lenSize(dataLength(ix));
 }
 
 /** Up to this many bytes are copied by a loop; more by a native copy through a typed array over the range
@@ -251,7 +257,7 @@ export function encodeTransactionInto(buf: Buffer, at: number, tx: TxFields, siz
       o = writeOptBytesField(buf, o, IX_ACCOUNTS_TAG, ix.accounts);
       o = writeOptBytesField(buf, o, IX_DATA_TAG, ix.data);
     }
-    if (positions !== undefined) positions[1 + i] = o - at - instructionDataLength(ix);
+    if (positions !== undefined) positions[1 + i] = o - at - dataLength(ix);
   }
   for (const l of tx.addressTableLookups) {
     buf[o++] = TX_LOOKUP_TAG;

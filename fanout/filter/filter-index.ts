@@ -465,8 +465,7 @@ export class FilterIndex<S> {
     for (const e of owner.entries) this.removeEntry(e);
     this.matchAll.delete(owner);
     this.owners.delete(sub);
-    this.touched.items.length = 0;
-    this.touched.n = 0;
+    this.touched.clear();
     // Key and cell arrays keep the size of the most ever held (ids stay put); the last subscriber leaving
     // gives it all back.
     if (this.owners.size === 0) {
@@ -943,6 +942,12 @@ function equal64(a: Uint8Array, b: Uint8Array, bo: number): boolean {
 class Touched<S> {
   items: Owner<S>[] = [];
   n = 0;
+
+  /** Lets go of every owner held, the stale slots too. */
+  clear(): void {
+    this.items.length = 0;
+    this.n = 0;
+  }
 }
 
 /** Records the owner once per transaction. */
